@@ -1,0 +1,226 @@
+"""The registry of named hyperparameter sets (tensor2tensor style).
+
+Every set is a JSON file in the top-level ``configs/`` folder (shipped inside the
+package as ``t2t_repro.configs``). A set may name a ``parent`` set and give only
+the fields it changes, so the Table 3 variants are one line each on top of
+``base``. ``get_hparams("base", "dropout=0.3,num_layers=4")`` resolves a set,
+applies typed overrides and validates the result.
+
+Sources: Vaswani et al. 2017, Table 3 (base, big and rows A-E), §5 (training),
+§6.1 (decoding, checkpoint averaging), §6.3 (parsing); tensor2tensor
+``transformer_base`` (v3) for the ``t2t_base`` set.
+"""
+
+import dataclasses
+import json
+import os
+from importlib import resources
+
+_CONFIG_PACKAGE = "t2t_repro.configs"
+
+
+@dataclasses.dataclass
+class HParams:
+  """One resolved hyperparameter set.
+
+  Attributes (units in brackets):
+    description: what the set is and where its values come from.
+    num_layers: N, encoder layers = decoder layers (§3.1).
+    d_model: model width (§3.1).
+    d_ff: inner width of the position-wise feed-forward network (§3.3, eq. 2).
+    num_heads: h, attention heads (§3.2.2).
+    d_k: per-head query/key width; 0 means d_model // num_heads (§3.2.2).
+    d_v: per-head value width; 0 means d_model // num_heads (§3.2.2).
+    dropout: P_drop, on every sub-layer output before the residual add and on
+      the embedding + positional-encoding sums (§5.4).
+    attention_dropout: dropout on attention weights (0 in the paper; t2t 0.1).
+    relu_dropout: dropout after the FFN ReLU (0 in the paper; t2t 0.1).
+    label_smoothing: eps_ls (§5.4).
+    vocab_size: size of the shared source/target BPE vocabulary [tokens].
+    norm_type: "post" (paper: LayerNorm(x + Sublayer(x))) or "pre" (t2t v3).
+    position_encoding: "sinusoid" (§3.5) or "learned" (Table 3 E).
+    max_length: longest training example kept [tokens]; also the size of the
+      learned position table.
+    learning_rate: constant multiplier of eq. 3 (1.0 paper, 2.0 t2t).
+    warmup_steps: warmup of eq. 3 [steps].
+    adam_beta1, adam_beta2, adam_epsilon: Adam settings (§5.3).
+    clip_norm: global gradient-norm clipping; 0 disables it.
+    train_steps: optimizer updates to run [steps].
+    batch_tokens: token budget of one replica's batch [tokens]; a step uses
+      batch_tokens x replicas x accum_steps.
+    checkpoint_average: how many last checkpoints to average (§6.1).
+    beam_size, alpha: beam width and GNMT length-penalty exponent (§6.1).
+    decode_extra_length: maximum output length = input length + this [tokens].
+  """
+
+  description: str = ""
+  num_layers: int = 6
+  d_model: int = 512
+  d_ff: int = 2048
+  num_heads: int = 8
+  d_k: int = 0
+  d_v: int = 0
+  dropout: float = 0.1
+  attention_dropout: float = 0.0
+  relu_dropout: float = 0.0
+  label_smoothing: float = 0.1
+  vocab_size: int = 37000
+  norm_type: str = "post"
+  position_encoding: str = "sinusoid"
+  max_length: int = 256
+  learning_rate: float = 1.0
+  warmup_steps: int = 4000
+  adam_beta1: float = 0.9
+  adam_beta2: float = 0.98
+  adam_epsilon: float = 1e-9
+  clip_norm: float = 0.0
+  train_steps: int = 100000
+  batch_tokens: int = 3125
+  checkpoint_average: int = 5
+  beam_size: int = 4
+  alpha: float = 0.6
+  decode_extra_length: int = 50
+
+  @property
+  def key_dim(self):
+    """Per-head query/key width d_k (§3.2.2)."""
+    return self.d_k or self.d_model // self.num_heads
+
+  @property
+  def value_dim(self):
+    """Per-head value width d_v (§3.2.2)."""
+    return self.d_v or self.d_model // self.num_heads
+
+  def to_dict(self):
+    return dataclasses.asdict(self)
+
+  def to_json(self):
+    return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+  def replace(self, **changes):
+    """Returns a validated copy with `changes` applied (keys checked)."""
+    _check_keys(changes, "replace()")
+    return _validated(dataclasses.replace(self, **changes), "replace()")
+
+  @classmethod
+  def from_dict(cls, values, origin="<dict>"):
+    """Builds HParams from a plain dict; unknown keys raise ValueError naming `origin`."""
+    values = dict(values)
+    values.pop("parent", None)
+    _check_keys(values, origin)
+    return _validated(cls(**values), origin)
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(HParams)}
+_CHOICES = {"norm_type": ("post", "pre"), "position_encoding": ("sinusoid", "learned")}
+
+
+def _check_keys(values, origin):
+  unknown = sorted(set(values) - set(_FIELDS))
+  if unknown:
+    raise ValueError(f"{origin}: unknown hparam {unknown[0]!r}; valid hparams are: "
+                     f"{', '.join(sorted(_FIELDS))}")
+
+
+def _validated(hp, origin):
+  for name, choices in _CHOICES.items():
+    if getattr(hp, name) not in choices:
+      raise ValueError(f"{origin}: {name}={getattr(hp, name)!r} is not one of {choices}")
+  for name in ("num_layers", "d_model", "d_ff", "num_heads", "vocab_size", "max_length",
+               "batch_tokens", "beam_size"):
+    if getattr(hp, name) <= 0:
+      raise ValueError(f"{origin}: {name} must be positive, got {getattr(hp, name)}")
+  if not hp.d_k and hp.d_model % hp.num_heads:
+    raise ValueError(f"{origin}: d_model={hp.d_model} is not divisible by num_heads={hp.num_heads}; "
+                     "set d_k and d_v explicitly")
+  for name in ("dropout", "attention_dropout", "relu_dropout", "label_smoothing"):
+    if not 0.0 <= getattr(hp, name) < 1.0:
+      raise ValueError(f"{origin}: {name} must be in [0, 1), got {getattr(hp, name)}")
+  return hp
+
+
+def _config_dir():
+  return resources.files(_CONFIG_PACKAGE)
+
+
+def list_hparams():
+  """Names of the registered sets (the JSON files in configs/), sorted."""
+  return sorted(p.name[:-5] for p in _config_dir().iterdir() if p.name.endswith(".json"))
+
+
+def _load_raw(name_or_path, seen=()):
+  """Reads a set as a dict with its parents' values merged in."""
+  if name_or_path.endswith(".json") or os.sep in name_or_path:
+    if not os.path.exists(name_or_path):
+      raise ValueError(f"--hparams: file {name_or_path!r} does not exist")
+    with open(name_or_path, encoding="utf-8") as f:
+      text, origin = f.read(), name_or_path
+  else:
+    path = _config_dir() / f"{name_or_path}.json"
+    if not path.is_file():
+      raise ValueError(f"--hparams: unknown hparam set {name_or_path!r}; registered sets are: "
+                       f"{', '.join(list_hparams())} (or give a path to a .json file)")
+    text, origin = path.read_text(encoding="utf-8"), f"configs/{name_or_path}.json"
+  try:
+    values = json.loads(text)
+  except json.JSONDecodeError as e:
+    raise ValueError(f"{origin}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}") from e
+  if not isinstance(values, dict):
+    raise ValueError(f"{origin}: expected a JSON object")
+  parent = values.pop("parent", None)
+  if parent:
+    if parent in seen:
+      raise ValueError(f"{origin}: parent cycle through {parent!r}")
+    merged = _load_raw(parent, seen + (parent,))
+    merged.update(values)
+    values = merged
+  _check_keys(values, origin)
+  return values
+
+
+def _parse_value(name, text):
+  """Parses one override value with the type of field `name`."""
+  kind = type(_FIELDS[name].default)
+  try:
+    if kind is bool:
+      if text.lower() not in ("true", "false", "1", "0"):
+        raise ValueError(text)
+      return text.lower() in ("true", "1")
+    if kind is int:
+      return int(text)
+    if kind is float:
+      return float(text)
+    return text
+  except ValueError:
+    raise ValueError(f"--hparams_override: {name}={text!r} is not a valid {kind.__name__}") from None
+
+
+def parse_overrides(overrides):
+  """Parses "k=v,k2=v2" into a typed dict; raises ValueError naming a bad key or value."""
+  result = {}
+  for item in filter(None, (s.strip() for s in (overrides or "").split(","))):
+    if "=" not in item:
+      raise ValueError(f"--hparams_override: {item!r} is not of the form key=value")
+    key, value = (s.strip() for s in item.split("=", 1))
+    _check_keys({key: None}, "--hparams_override")
+    result[key] = _parse_value(key, value)
+  return result
+
+
+def get_hparams(name_or_path="base", overrides=""):
+  """Resolves a registered set (or a JSON file) and applies overrides.
+
+  Args:
+    name_or_path: a name from `list_hparams()` or a path to a .json file.
+    overrides: "key=value,..." with values parsed to each field's type.
+
+  Returns:
+    A validated `HParams`.
+
+  Raises:
+    ValueError: unknown set, unreadable file, unknown key (the message lists
+      the valid keys), a value of the wrong type, or an invalid value.
+  """
+  values = _load_raw(name_or_path)
+  values.update(parse_overrides(overrides))
+  return HParams.from_dict(values, origin=f"hparams {name_or_path!r}")
