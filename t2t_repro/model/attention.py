@@ -1,0 +1,155 @@
+"""Scaled dot-product multi-head attention (Vaswani et al. 2017, §3.2.1 eq. 1, §3.2.2).
+
+Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V, computed for h heads in parallel on
+learned projections W_i^Q, W_i^K, W_i^V and recombined by W^O. As in tensor2tensor the
+projections have no bias. Masks are additive biases (0 = attend, -1e9 = never attend),
+which serve padding masks, the causal mask and the incremental-decoding mask alike.
+"""
+
+import math
+
+import keras
+import tensorflow as tf
+
+NEG_INF = -1e9
+
+
+def padding_bias(ids):
+  """Additive attention bias that hides padding (id 0).
+
+  Args:
+    ids: int32 [batch, length] token ids, 0 = pad.
+
+  Returns:
+    float32 [batch, 1, 1, length]: 0 at real tokens, -1e9 at pads.
+  """
+  return tf.cast(tf.equal(ids, 0), tf.float32)[:, None, None, :] * NEG_INF
+
+
+def causal_bias(length):
+  """Additive bias that hides future positions (decoder self-attention, §3.2.3).
+
+  Args:
+    length: int scalar, target length.
+
+  Returns:
+    float32 [1, 1, length, length]: entry (i, j) is 0 for j <= i, -1e9 for j > i.
+  """
+  allowed = tf.linalg.band_part(tf.ones([length, length]), -1, 0)
+  return ((1.0 - allowed) * NEG_INF)[None, None]
+
+
+@keras.saving.register_keras_serializable(package="t2t_repro")
+class MultiHeadAttention(keras.layers.Layer):
+  """Multi-head scaled dot-product attention with an incremental-decoding cache.
+
+  Args:
+    d_model: input and output width.
+    num_heads: h.
+    key_dim: d_k, per-head query/key width (default d_model // num_heads).
+    value_dim: d_v, per-head value width (default d_model // num_heads).
+    attention_dropout: dropout rate on the attention weights (0 in the paper).
+
+  Call args:
+    query: float [batch, q_len, d_model].
+    memory: float [batch, m_len, d_model] to attend to; None for self-attention.
+    bias: float32 additive bias broadcastable to [batch, num_heads, q_len, m_len]
+      (see `padding_bias`, `causal_bias`); None for no mask.
+    cache: optional dict for incremental decoding. With `step` (self-attention)
+      it holds "k" [batch, h, max_len, d_k] and "v" [batch, h, max_len, d_v]; the
+      keys and values of `query` (q_len must be 1) are written at position `step`
+      and the updated dict is returned. Without `step` (encoder-decoder attention)
+      it holds the memory's precomputed "k" and "v" (see `memory_kv`) and `memory`
+      is ignored.
+    step: int32 scalar, the position being decoded (self-attention cache only).
+    training: bool, enables attention dropout.
+    return_attention_scores: if True, also return the weights
+      float32 [batch, h, q_len, m_len].
+
+  Returns:
+    float [batch, q_len, d_model]; then the weights if asked for; then the new cache
+    if a self-attention cache was given.
+  """
+
+  def __init__(self, d_model, num_heads, key_dim=None, value_dim=None, attention_dropout=0.0,
+               **kwargs):
+    super().__init__(**kwargs)
+    self.d_model = d_model
+    self.num_heads = num_heads
+    self.key_dim = key_dim or d_model // num_heads
+    self.value_dim = value_dim or d_model // num_heads
+    self.attention_dropout = attention_dropout
+    self.supports_masking = True
+    self._dropout = keras.layers.Dropout(attention_dropout)
+
+  def build(self, input_shape=None):
+    init = keras.initializers.VarianceScaling(1.0, "fan_avg", "uniform")
+    h, dk, dv, d = self.num_heads, self.key_dim, self.value_dim, self.d_model
+    self.q_kernel = self.add_weight(name="q_kernel", shape=(d, h * dk), initializer=init)
+    self.k_kernel = self.add_weight(name="k_kernel", shape=(d, h * dk), initializer=init)
+    self.v_kernel = self.add_weight(name="v_kernel", shape=(d, h * dv), initializer=init)
+    self.output_kernel = self.add_weight(name="output_kernel", shape=(h * dv, d), initializer=init)
+    self.built = True
+
+  def _split_heads(self, x, kernel, depth):
+    """[batch, len, d_model] x kernel -> [batch, h, len, depth]."""
+    shape = tf.shape(x)
+    y = tf.matmul(tf.reshape(x, [-1, self.d_model]), kernel)
+    y = tf.reshape(y, [shape[0], shape[1], self.num_heads, depth])
+    return tf.transpose(y, [0, 2, 1, 3])
+
+  def memory_kv(self, memory):
+    """Projects the memory once for encoder-decoder attention while decoding.
+
+    Args:
+      memory: float [batch, m_len, d_model] encoder output.
+
+    Returns:
+      dict with "k" [batch, h, m_len, d_k] and "v" [batch, h, m_len, d_v].
+    """
+    return {"k": self._split_heads(memory, self.k_kernel, self.key_dim),
+            "v": self._split_heads(memory, self.v_kernel, self.value_dim)}
+
+  def call(self, query, memory=None, bias=None, cache=None, step=None, training=False,
+           return_attention_scores=False):
+    q = self._split_heads(query, self.q_kernel, self.key_dim) * (self.key_dim ** -0.5)
+    new_cache = None
+    if cache is not None and step is not None:
+      # Self-attention while decoding: write this position's key/value into a fixed-size cache.
+      k_new = self._split_heads(query, self.k_kernel, self.key_dim)
+      v_new = self._split_heads(query, self.v_kernel, self.value_dim)
+      slot = tf.one_hot(step, tf.shape(cache["k"])[2], dtype=k_new.dtype)[None, None, :, None]
+      k = cache["k"] + slot * k_new
+      v = cache["v"] + slot * v_new
+      new_cache = {"k": k, "v": v}
+    elif cache is not None:
+      k, v = cache["k"], cache["v"]
+    else:
+      source = query if memory is None else memory
+      k = self._split_heads(source, self.k_kernel, self.key_dim)
+      v = self._split_heads(source, self.v_kernel, self.value_dim)
+    logits = tf.matmul(q, k, transpose_b=True)
+    logits = tf.cast(logits, tf.float32)
+    if bias is not None:
+      logits += bias
+    weights = tf.nn.softmax(logits)
+    dropped = self._dropout(tf.cast(weights, q.dtype), training=training)
+    out = tf.matmul(dropped, v)  # [batch, h, q_len, d_v]
+    shape = tf.shape(out)
+    out = tf.reshape(tf.transpose(out, [0, 2, 1, 3]), [-1, self.num_heads * self.value_dim])
+    out = tf.reshape(tf.matmul(out, self.output_kernel), [shape[0], shape[2], self.d_model])
+    result = (out,)
+    if return_attention_scores:
+      result += (weights,)
+    if new_cache is not None:
+      result += (new_cache,)
+    return result[0] if len(result) == 1 else result
+
+  def compute_output_shape(self, query_shape, *args, **kwargs):
+    return tuple(query_shape[:-1]) + (self.d_model,)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(d_model=self.d_model, num_heads=self.num_heads, key_dim=self.key_dim,
+                  value_dim=self.value_dim, attention_dropout=self.attention_dropout)
+    return config

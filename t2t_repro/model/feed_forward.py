@@ -1,0 +1,53 @@
+"""Position-wise feed-forward network (Vaswani et al. 2017, §3.3, eq. 2)."""
+
+import keras
+import tensorflow as tf
+
+
+@keras.saving.register_keras_serializable(package="t2t_repro")
+class FeedForward(keras.layers.Layer):
+  """FFN(x) = max(0, x W1 + b1) W2 + b2, applied to each position separately.
+
+  Args:
+    d_model: input and output width.
+    d_ff: inner width (2048 base, 4096 big).
+    relu_dropout: dropout after the ReLU (0 in the paper, 0.1 in tensor2tensor v3).
+
+  Call args:
+    x: float [batch, length, d_model].
+    training: bool, enables dropout.
+
+  Returns:
+    float [batch, length, d_model].
+  """
+
+  def __init__(self, d_model, d_ff, relu_dropout=0.0, **kwargs):
+    super().__init__(**kwargs)
+    self.d_model = d_model
+    self.d_ff = d_ff
+    self.relu_dropout = relu_dropout
+    self.supports_masking = True
+    self._dropout = keras.layers.Dropout(relu_dropout)
+
+  def build(self, input_shape=None):
+    init = keras.initializers.VarianceScaling(1.0, "fan_avg", "uniform")
+    self.w1 = self.add_weight(name="w1", shape=(self.d_model, self.d_ff), initializer=init)
+    self.b1 = self.add_weight(name="b1", shape=(self.d_ff,), initializer="zeros")
+    self.w2 = self.add_weight(name="w2", shape=(self.d_ff, self.d_model), initializer=init)
+    self.b2 = self.add_weight(name="b2", shape=(self.d_model,), initializer="zeros")
+    self.built = True
+
+  def call(self, x, training=False):
+    shape = tf.shape(x)
+    h = tf.nn.relu(tf.nn.bias_add(tf.matmul(tf.reshape(x, [-1, self.d_model]), self.w1), self.b1))
+    h = self._dropout(h, training=training)
+    y = tf.nn.bias_add(tf.matmul(h, self.w2), self.b2)
+    return tf.reshape(y, shape)
+
+  def compute_output_shape(self, input_shape):
+    return input_shape
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(d_model=self.d_model, d_ff=self.d_ff, relu_dropout=self.relu_dropout)
+    return config

@@ -1,0 +1,152 @@
+"""Encoder and decoder layers with residual dropout and LayerNorm (§3.1, §5.4).
+
+Post-norm (the paper): x = LayerNorm(x + Dropout(Sublayer(x))).
+Pre-norm (tensor2tensor v3): x = x + Dropout(Sublayer(LayerNorm(x))); the stack then
+ends with one more LayerNorm (`Transformer` adds it).
+"""
+
+import keras
+
+from t2t_repro.model.attention import MultiHeadAttention
+from t2t_repro.model.feed_forward import FeedForward
+
+
+class _ResidualBlock(keras.layers.Layer):
+  """Shared plumbing of the encoder and decoder layers: norms, residual dropout, config.
+
+  Sub-layer i of a block runs as
+    y = Sublayer(residual_in(i, x)); x = residual_out(i, x, y)
+  which is LayerNorm(x + Dropout(Sublayer(x))) for post-norm (paper §3.1, §5.4)
+  and x + Dropout(Sublayer(LayerNorm(x))) for pre-norm (tensor2tensor v3).
+  """
+
+  def __init__(self, num_sublayers, d_model, d_ff, num_heads, key_dim=None, value_dim=None,
+               dropout=0.1, attention_dropout=0.0, relu_dropout=0.0, norm_type="post", **kwargs):
+    super().__init__(**kwargs)
+    if norm_type not in ("post", "pre"):
+      raise ValueError(f"norm_type must be 'post' or 'pre', got {norm_type!r}")
+    self._args = dict(d_model=d_model, d_ff=d_ff, num_heads=num_heads, key_dim=key_dim,
+                      value_dim=value_dim, dropout=dropout, attention_dropout=attention_dropout,
+                      relu_dropout=relu_dropout, norm_type=norm_type)
+    self.supports_masking = True
+    self.pre_norm = norm_type == "pre"
+    self.norms = [keras.layers.LayerNormalization(epsilon=1e-6, name=f"layer_norm_{i}")
+                  for i in range(num_sublayers)]
+    self._dropout = keras.layers.Dropout(dropout)
+    self.ffn = FeedForward(d_model, d_ff, relu_dropout, name="ffn")
+
+  def _attention(self, name):
+    a = self._args
+    return MultiHeadAttention(a["d_model"], a["num_heads"], a["key_dim"], a["value_dim"],
+                              a["attention_dropout"], name=name)
+
+  def build(self, input_shape):
+    for layer in self._flatten_layers(include_self=False, recursive=False):
+      if not layer.built:
+        layer.build(input_shape)
+    self.built = True
+
+  def residual_in(self, i, x):
+    return self.norms[i](x) if self.pre_norm else x
+
+  def residual_out(self, i, x, y, training):
+    out = x + self._dropout(y, training=training)
+    return out if self.pre_norm else self.norms[i](out)
+
+  def compute_output_shape(self, input_shape):
+    return input_shape
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(self._args)
+    return config
+
+
+@keras.saving.register_keras_serializable(package="t2t_repro")
+class EncoderLayer(_ResidualBlock):
+  """Self-attention then FFN, each with residual dropout and LayerNorm (§3.1, Figure 1 left).
+
+  Args:
+    d_model, d_ff, num_heads, key_dim, value_dim: sizes (§3.2.2, §3.3).
+    dropout, attention_dropout, relu_dropout: rates (§5.4).
+    norm_type: "post" (paper) or "pre" (tensor2tensor v3).
+
+  Call args:
+    x: float [batch, src_len, d_model].
+    bias: float32 [batch, 1, 1, src_len] padding bias (see `padding_bias`).
+    training: bool.
+    return_attention_scores: also return float32 [batch, h, src_len, src_len].
+
+  Returns:
+    float [batch, src_len, d_model] (and the weights if asked for).
+  """
+
+  def __init__(self, d_model, d_ff, num_heads, **kwargs):
+    super().__init__(2, d_model, d_ff, num_heads, **kwargs)
+    self.self_attention = self._attention("self_attention")
+
+  def call(self, x, bias=None, training=False, return_attention_scores=False):
+    y = self.self_attention(self.residual_in(0, x), bias=bias, training=training,
+                            return_attention_scores=return_attention_scores)
+    if return_attention_scores:
+      y, weights = y
+    x = self.residual_out(0, x, y, training)
+    x = self.residual_out(1, x, self.ffn(self.residual_in(1, x), training=training), training)
+    return (x, weights) if return_attention_scores else x
+
+
+@keras.saving.register_keras_serializable(package="t2t_repro")
+class DecoderLayer(_ResidualBlock):
+  """Masked self-attention, encoder-decoder attention, FFN (§3.1, Figure 1 right).
+
+  Args: as `EncoderLayer`.
+
+  Call args:
+    x: float [batch, tgt_len, d_model].
+    memory: float [batch, src_len, d_model] encoder output (unused with a cache:
+      the cache holds its projected keys and values).
+    self_bias: float32 bias broadcastable to [batch, h, tgt_len, tgt_len]
+      (`causal_bias` in training; the step mask while decoding).
+    memory_bias: float32 [batch, 1, 1, src_len] source padding bias.
+    cache: incremental decoding (tgt_len = 1): {"self": {"k", "v"}, "memory": {"k", "v"}},
+      see `MultiHeadAttention`.
+    step: int32 scalar decoding position (with a cache).
+    training: bool.
+    return_attention_scores: also return the self and encoder-decoder weights,
+      float32 [batch, h, tgt_len, tgt_len] and [batch, h, tgt_len, src_len].
+
+  Returns:
+    float [batch, tgt_len, d_model]; then (self_weights, memory_weights) if asked
+    for; then the new cache if a cache was given.
+  """
+
+  def __init__(self, d_model, d_ff, num_heads, **kwargs):
+    super().__init__(3, d_model, d_ff, num_heads, **kwargs)
+    self.self_attention = self._attention("self_attention")
+    self.memory_attention = self._attention("memory_attention")
+
+  def call(self, x, memory=None, self_bias=None, memory_bias=None, cache=None, step=None,
+           training=False, return_attention_scores=False):
+    scores = return_attention_scores
+    y = self.self_attention(self.residual_in(0, x), bias=self_bias,
+                            cache=None if cache is None else cache["self"], step=step,
+                            training=training, return_attention_scores=scores)
+    y, *rest = y if isinstance(y, tuple) else (y,)
+    self_weights = rest.pop(0) if scores else None
+    new_self_cache = rest.pop(0) if cache is not None else None
+    x = self.residual_out(0, x, y, training)
+
+    y = self.memory_attention(self.residual_in(1, x), None if cache is not None else memory,
+                              bias=memory_bias, cache=None if cache is None else cache["memory"],
+                              training=training, return_attention_scores=scores)
+    if scores:
+      y, memory_weights = y
+    x = self.residual_out(1, x, y, training)
+    x = self.residual_out(2, x, self.ffn(self.residual_in(2, x), training=training), training)
+
+    result = (x,)
+    if scores:
+      result += (self_weights, memory_weights)
+    if cache is not None:
+      result += ({"self": new_self_cache, "memory": cache["memory"]},)
+    return result[0] if len(result) == 1 else result

@@ -1,0 +1,227 @@
+"""The Transformer encoder-decoder (Vaswani et al. 2017, §3, Figure 1)."""
+
+import keras
+import tensorflow as tf
+
+from t2t_repro.model.attention import causal_bias, padding_bias
+from t2t_repro.model.embedding import SharedEmbedding
+from t2t_repro.model.layers import DecoderLayer, EncoderLayer
+from t2t_repro.model.position import LearnedPositionEmbedding, SinusoidalPositionEncoding
+
+
+@keras.saving.register_keras_serializable(package="t2t_repro")
+class Transformer(keras.Model):
+  """Encoder-decoder Transformer with one shared embedding (§3.4).
+
+  Token conventions: int32 ids, pad = 0, every sequence ends with EOS = 1. The
+  decoder input is the target shifted right by one position with 0 as the start
+  symbol (tensor2tensor's convention), so `call((inputs, targets))` returns the
+  logits that predict `targets` themselves.
+
+  Args:
+    vocab_size: shared vocabulary size V [tokens].
+    num_layers: N, for the encoder and the decoder.
+    d_model, d_ff, num_heads: sizes (§3.1-§3.3).
+    key_dim, value_dim: d_k, d_v per head (None: d_model // num_heads).
+    dropout: P_drop, residual and embedding dropout (§5.4).
+    attention_dropout, relu_dropout: extra dropouts of tensor2tensor (0 in the paper).
+    norm_type: "post" (paper) or "pre" (t2t v3; adds a final LayerNorm to each stack).
+    position_encoding: "sinusoid" (§3.5) or "learned" (Table 3 E).
+    max_positions: rows of the learned position table.
+
+  Call args:
+    inputs: tuple (source ids int32 [batch, src_len], target ids int32 [batch, tgt_len]).
+    training: bool, enables dropout.
+
+  Returns:
+    logits float32 [batch, tgt_len, vocab_size].
+  """
+
+  def __init__(self, vocab_size, num_layers=6, d_model=512, d_ff=2048, num_heads=8, key_dim=None,
+               value_dim=None, dropout=0.1, attention_dropout=0.0, relu_dropout=0.0,
+               norm_type="post", position_encoding="sinusoid", max_positions=512, **kwargs):
+    super().__init__(**kwargs)
+    self._args = dict(vocab_size=vocab_size, num_layers=num_layers, d_model=d_model, d_ff=d_ff,
+                      num_heads=num_heads, key_dim=key_dim, value_dim=value_dim, dropout=dropout,
+                      attention_dropout=attention_dropout, relu_dropout=relu_dropout,
+                      norm_type=norm_type, position_encoding=position_encoding,
+                      max_positions=max_positions)
+    self.vocab_size = vocab_size
+    self.num_layers = num_layers
+    self.d_model = d_model
+    self.num_heads = num_heads
+    self.key_dim = key_dim or d_model // num_heads
+    self.value_dim = value_dim or d_model // num_heads
+    self.embedding = SharedEmbedding(vocab_size, d_model, name="shared_embedding")
+    if position_encoding == "sinusoid":
+      self.position = SinusoidalPositionEncoding(d_model, name="position")
+    elif position_encoding == "learned":
+      self.position = LearnedPositionEmbedding(max_positions, d_model, name="position")
+    else:
+      raise ValueError(f"position_encoding must be 'sinusoid' or 'learned', got {position_encoding!r}")
+    self.embedding_dropout = keras.layers.Dropout(dropout)
+    layer_args = dict(d_model=d_model, d_ff=d_ff, num_heads=num_heads, key_dim=key_dim,
+                      value_dim=value_dim, dropout=dropout, attention_dropout=attention_dropout,
+                      relu_dropout=relu_dropout, norm_type=norm_type)
+    self.encoder_layers = [EncoderLayer(**layer_args, name=f"encoder_{i}") for i in range(num_layers)]
+    self.decoder_layers = [DecoderLayer(**layer_args, name=f"decoder_{i}") for i in range(num_layers)]
+    self.pre_norm = norm_type == "pre"
+    if self.pre_norm:
+      self.encoder_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="encoder_norm")
+      self.decoder_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="decoder_norm")
+
+  @classmethod
+  def from_hparams(cls, hparams, **kwargs):
+    """Builds (and creates the variables of) a model from a `t2t_repro.hparams.HParams`."""
+    model = cls(vocab_size=hparams.vocab_size, num_layers=hparams.num_layers,
+                d_model=hparams.d_model, d_ff=hparams.d_ff, num_heads=hparams.num_heads,
+                key_dim=hparams.key_dim, value_dim=hparams.value_dim, dropout=hparams.dropout,
+                attention_dropout=hparams.attention_dropout, relu_dropout=hparams.relu_dropout,
+                norm_type=hparams.norm_type, position_encoding=hparams.position_encoding,
+                max_positions=hparams.max_length + hparams.decode_extra_length, **kwargs)
+    model.build_variables()
+    return model
+
+  def build_variables(self):
+    """Creates every variable eagerly (call before any tf.function or checkpoint restore)."""
+    ids = tf.constant([[3, 1]], tf.int32)
+    self((ids, ids), training=False)
+
+  def _embed(self, ids, training, start=0):
+    x = self.position(self.embedding(ids), start=start)
+    return self.embedding_dropout(x, training=training)
+
+  def encode(self, inputs, training=False, return_attention_scores=False):
+    """Runs the encoder stack.
+
+    Args:
+      inputs: int32 [batch, src_len] source ids, 0-padded.
+      training: bool.
+      return_attention_scores: also return a list (one per layer) of float32
+        [batch, h, src_len, src_len] self-attention weights.
+
+    Returns:
+      (memory float [batch, src_len, d_model], src_bias float32 [batch, 1, 1, src_len])
+      and the weights list if asked for.
+    """
+    bias = padding_bias(inputs)
+    x = self._embed(inputs, training)
+    weights = []
+    for layer in self.encoder_layers:
+      x = layer(x, bias=bias, training=training, return_attention_scores=return_attention_scores)
+      if return_attention_scores:
+        x, w = x
+        weights.append(w)
+    if self.pre_norm:
+      x = self.encoder_norm(x)
+    return (x, bias, weights) if return_attention_scores else (x, bias)
+
+  def decoder_hidden(self, targets, memory, src_bias, training=False, return_attention_scores=False):
+    """Runs the decoder stack with teacher forcing (targets shifted right).
+
+    Args:
+      targets: int32 [batch, tgt_len] target ids, 0-padded, ending with EOS.
+      memory: float [batch, src_len, d_model] from `encode`.
+      src_bias: float32 [batch, 1, 1, src_len] from `encode`.
+      training: bool.
+      return_attention_scores: also return two lists (per layer) of float32 weights,
+        self [batch, h, tgt_len, tgt_len] and encoder-decoder [batch, h, tgt_len, src_len].
+
+    Returns:
+      float [batch, tgt_len, d_model], the states before the pre-softmax projection
+      (and the weight lists if asked for).
+    """
+    shifted = tf.pad(targets[:, :-1], [[0, 0], [1, 0]])
+    x = self._embed(shifted, training)
+    self_bias = causal_bias(tf.shape(targets)[1])
+    self_weights, memory_weights = [], []
+    for layer in self.decoder_layers:
+      x = layer(x, memory, self_bias=self_bias, memory_bias=src_bias, training=training,
+                return_attention_scores=return_attention_scores)
+      if return_attention_scores:
+        x, sw, mw = x
+        self_weights.append(sw)
+        memory_weights.append(mw)
+    if self.pre_norm:
+      x = self.decoder_norm(x)
+    return (x, self_weights, memory_weights) if return_attention_scores else x
+
+  def logits(self, hidden):
+    """Pre-softmax projection with the shared embedding (§3.4): float [..., d_model] -> float32 [..., V]."""
+    return tf.cast(self.embedding.logits(hidden), tf.float32)
+
+  def decode(self, targets, memory, src_bias, training=False):
+    """Teacher-forced decoder: returns logits float32 [batch, tgt_len, vocab_size]."""
+    return self.logits(self.decoder_hidden(targets, memory, src_bias, training))
+
+  def call(self, inputs, training=False):
+    source, targets = inputs
+    memory, src_bias = self.encode(source, training)
+    return self.decode(targets, memory, src_bias, training)
+
+  def attention_weights(self, source, targets):
+    """All attention weights for one forward pass (for pictures like the paper's Figures 3-5).
+
+    Args:
+      source: int32 [batch, src_len]; targets: int32 [batch, tgt_len].
+
+    Returns:
+      dict of lists (one entry per layer) of float32 weights: "encoder_self"
+      [batch, h, src_len, src_len], "decoder_self" [batch, h, tgt_len, tgt_len],
+      "encoder_decoder" [batch, h, tgt_len, src_len].
+    """
+    memory, src_bias, enc = self.encode(source, False, return_attention_scores=True)
+    _, dec_self, dec_mem = self.decoder_hidden(targets, memory, src_bias, False,
+                                               return_attention_scores=True)
+    return {"encoder_self": enc, "decoder_self": dec_self, "encoder_decoder": dec_mem}
+
+  def init_cache(self, memory, max_decode_length):
+    """Cache for `decode_step`: per layer, empty self-attention keys/values and the
+    encoder-decoder keys/values projected once from `memory`.
+
+    Args:
+      memory: float [batch, src_len, d_model].
+      max_decode_length: int, number of decoding steps the cache can hold [tokens].
+
+    Returns:
+      nested dict of tensors whose first axis is batch:
+      {"decoder_i": {"self": {"k": [b, h, T, d_k], "v": [b, h, T, d_v]},
+                     "memory": {"k": [b, h, src_len, d_k], "v": [b, h, src_len, d_v]}}}.
+    """
+    batch = tf.shape(memory)[0]
+    cache = {}
+    for layer in self.decoder_layers:
+      zeros = lambda depth: tf.zeros([batch, self.num_heads, max_decode_length, depth], memory.dtype)
+      cache[layer.name] = {"self": {"k": zeros(self.key_dim), "v": zeros(self.value_dim)},
+                           "memory": layer.memory_attention.memory_kv(memory)}
+    return cache
+
+  def decode_step(self, ids, step, cache, src_bias):
+    """One incremental decoding step with cached keys and values.
+
+    Args:
+      ids: int32 [batch], the token at position `step` of the decoder input
+        (0 at step 0, else the previous output).
+      step: int32 scalar position.
+      cache: from `init_cache` (or the previous step).
+      src_bias: float32 [batch, 1, 1, src_len].
+
+    Returns:
+      (logits float32 [batch, vocab_size] for position `step`, updated cache).
+      Equal to `decode(...)[:, step]` of the full decoder (tested to 1e-5).
+    """
+    x = self._embed(ids[:, None], False, start=step)
+    max_len = tf.shape(cache[self.decoder_layers[0].name]["self"]["k"])[2]
+    self_bias = tf.where(tf.range(max_len) <= step, 0.0, -1e9)[None, None, None, :]
+    new_cache = {}
+    for layer in self.decoder_layers:
+      x, new_cache[layer.name] = layer(x, self_bias=self_bias, memory_bias=src_bias,
+                                       cache=cache[layer.name], step=step, training=False)
+    if self.pre_norm:
+      x = self.decoder_norm(x)
+    return self.logits(x[:, 0]), new_cache
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(self._args)
+    return config
