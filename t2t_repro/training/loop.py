@@ -1,0 +1,130 @@
+"""The outer training loop: input, progress bar, TensorBoard, checkpoints, dev evaluation."""
+
+import os
+import time
+
+import keras
+import tensorflow as tf
+from absl import logging
+
+from t2t_repro.data import batching
+from t2t_repro.training.trainer import StopSignal
+
+
+def _distributed_data(trainer, pairs, tokenizer, training, seed):
+  hp = trainer.hparams
+  return batching.make_distributed_dataset(
+      trainer.strategy, pairs, tokenizer, batch_tokens=hp.batch_tokens, max_length=hp.max_length,
+      training=training, seed=seed)
+
+
+def _dev_bleu(trainer, tokenizer, dev, num_lines, target_lang):
+  """sacreBLEU of beam-search translations of the first `num_lines` dev pairs."""
+  from t2t_repro import evaluate  # pylint: disable=import-outside-toplevel
+  from t2t_repro.translate import translate_lines  # pylint: disable=import-outside-toplevel
+  hp = trainer.hparams
+  sources = dev.sources[:num_lines] if num_lines > 0 else dev.sources
+  references = dev.targets[:num_lines] if num_lines > 0 else dev.targets
+  hyps = translate_lines(trainer.model, tokenizer, sources, beam_size=hp.beam_size, alpha=hp.alpha,
+                         decode_extra_length=hp.decode_extra_length)
+  return evaluate.score(hyps, [references], tgt_lang=target_lang), hyps
+
+
+def run(trainer, problem, tokenizer, *, seed, save_steps, save_secs, eval_every, dev_bleu_lines,
+        log_every, test_bleu_lines=0):
+  """Trains until `hparams.train_steps` updates, saving and evaluating on the way.
+
+  Args:
+    trainer: a `Trainer` (restored or fresh).
+    problem: a `data.problems.Problem` with train (and dev/test) splits.
+    tokenizer: `data.vocab.Tokenizer` of the model dir.
+    seed: shuffling seed; offset by the start step so a resumed run sees a new order.
+    save_steps, save_secs: checkpoint every N updates / seconds (0 disables each).
+    eval_every: dev loss (+ dev BLEU on `dev_bleu_lines` lines) every N updates (0: off).
+    log_every: TensorBoard train summaries every N updates.
+    test_bleu_lines: after training, decode this many test lines and print
+      sacreBLEU (-1 all, 0 off).
+
+  Returns:
+    dict with the last train stats, the last dev stats and the test BLEU if computed.
+  """
+  hp = trainer.hparams
+  train = problem.text_pairs("train")
+  logging.info("train: %d pairs (%d empty lines dropped)", len(train), train.dropped_empty)
+  iterator = iter(_distributed_data(trainer, train.pairs, tokenizer, True, seed + trainer.step))
+  dev = problem.text_pairs("dev") if eval_every else None
+  dev_data = _distributed_data(trainer, dev.pairs, tokenizer, False, None) if dev else None
+  chief = trainer.chief
+  writers = {name: tf.summary.create_file_writer(os.path.join(trainer.model_dir, name))
+             for name in ("train", "dev")} if chief else {}
+  progbar = keras.utils.Progbar(hp.train_steps, stateful_metrics=["loss", "nll", "tok/s", "lr"])
+  progbar.update(trainer.step)
+  last_save_step, last_save_time = trainer.step, time.monotonic()
+  window_tokens, window_start = 0.0, time.monotonic()
+  stats, dev_stats, result = {}, {}, {}
+  skipped = 0
+
+  with StopSignal() as stop:
+    while trainer.step < hp.train_steps:
+      lr = trainer.learning_rate()
+      stats = trainer.train_step(iterator)
+      step = trainer.step
+      if not stats["applied"]:
+        skipped += 1
+        logging.warning("update skipped at step %d: non-finite loss (%.4g) or gradient norm (%.4g); "
+                        "%d skipped so far", step, stats["loss"], stats["grad_norm"], skipped)
+      window_tokens += stats["target_tokens"]
+      elapsed = time.monotonic() - window_start
+      tokens_per_sec = window_tokens / max(elapsed, 1e-9)
+      progbar.update(step, [("loss", stats["loss"]), ("nll", stats["nll"]),
+                            ("tok/s", tokens_per_sec), ("lr", lr)])
+      if chief and step % log_every == 0:
+        with writers["train"].as_default(step=step):
+          tf.summary.scalar("loss", stats["loss"])
+          tf.summary.scalar("nll", stats["nll"])
+          tf.summary.scalar("perplexity", min(float(tf.exp(stats["nll"])), 1e9))
+          tf.summary.scalar("learning_rate", lr)
+          tf.summary.scalar("grad_norm", stats["grad_norm"])
+          tf.summary.scalar("target_tokens_per_sec", tokens_per_sec)
+          tf.summary.scalar("skipped_updates", skipped)
+        window_tokens, window_start = 0.0, time.monotonic()
+      due_steps = save_steps and step - last_save_step >= save_steps
+      due_secs = save_secs and time.monotonic() - last_save_time >= save_secs
+      if due_steps or due_secs or stop.received or step >= hp.train_steps:
+        path = trainer.save()
+        last_save_step, last_save_time = step, time.monotonic()
+        logging.info("saved %s", path)
+      if dev_data is not None and eval_every and (step % eval_every == 0 or step >= hp.train_steps):
+        dev_stats = _evaluate(trainer, dev_data, dev, tokenizer, dev_bleu_lines, problem,
+                              writers.get("dev"), step)
+      if stop.received:
+        print(f"\n{stop.received} received: checkpoint saved at step {step}, exiting.", flush=True)
+        return {"train": stats, "dev": dev_stats, "stopped": stop.received}
+
+  if test_bleu_lines:
+    test = problem.text_pairs("test")
+    scores, _ = _dev_bleu(trainer, tokenizer, test, test_bleu_lines, problem.target_lang)
+    from t2t_repro import evaluate  # pylint: disable=import-outside-toplevel
+    n = len(test) if test_bleu_lines < 0 else min(test_bleu_lines, len(test))
+    print(f"\ntest ({problem.name}, first {n} lines, beam {hp.beam_size}, alpha {hp.alpha}):")
+    print(evaluate.format_scores(scores), flush=True)
+    result["test"] = scores
+  return {"train": stats, "dev": dev_stats, **result}
+
+
+def _evaluate(trainer, dev_data, dev, tokenizer, dev_bleu_lines, problem, writer, step):
+  dev_stats = trainer.evaluate(dev_data)
+  message = f"dev step {step}: loss {dev_stats['loss']:.4f} nll {dev_stats['nll']:.4f} " \
+            f"ppl {dev_stats['ppl']:.2f}"
+  if dev_bleu_lines:
+    scores, _ = _dev_bleu(trainer, tokenizer, dev, dev_bleu_lines, problem.target_lang)
+    dev_stats["bleu"] = scores["sacrebleu"]
+    message += f" BLEU {scores['sacrebleu']:.2f} (sacreBLEU, first {dev_bleu_lines} dev lines)"
+  print("\n" + message, flush=True)
+  if writer is not None:
+    with writer.as_default(step=step):
+      for key in ("loss", "nll", "ppl", "bleu"):
+        if key in dev_stats:
+          tf.summary.scalar(key, dev_stats[key])
+      writer.flush()
+  return dev_stats

@@ -1,0 +1,295 @@
+"""The training step and loop: a custom loop under a tf.distribute strategy.
+
+One optimizer update (§5.3) consumes `accum_steps` micro-batches on every replica.
+The loss is summed over real target tokens and divided by the GLOBAL number of real
+target tokens of the update (all replicas, all micro-batches), so the update is the
+same however the batch is split (tested: 2 replicas = 1 replica, accum k x b = 1 x kb).
+"""
+
+import json
+import os
+import signal
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from t2t_repro.model.transformer import Transformer
+from t2t_repro.training.loss import smoothed_cross_entropy
+from t2t_repro.training.schedule import TransformerSchedule
+
+SUM = tf.distribute.ReduceOp.SUM
+
+
+def make_strategy(distribution="auto", num_gpus=None):
+  """Chooses the tf.distribute strategy.
+
+  Args:
+    distribution: "auto" (MirroredStrategy over the GPUs when more than one,
+      otherwise one device), "one_device", "mirrored" or "multi_worker"
+      (MultiWorkerMirroredStrategy from TF_CONFIG).
+    num_gpus: GPUs to use (None: all visible).
+
+  Returns:
+    a tf.distribute.Strategy.
+
+  Raises:
+    ValueError: unknown `distribution`, or more GPUs asked for than visible.
+  """
+  gpus = tf.config.list_logical_devices("GPU")
+  if num_gpus is not None:
+    if num_gpus > len(gpus):
+      raise ValueError(f"--num_gpus={num_gpus} but only {len(gpus)} GPU(s) are visible")
+    gpus = gpus[:num_gpus]
+  devices = [d.name for d in gpus] or ["/cpu:0"]
+  if distribution == "auto":
+    distribution = "mirrored" if len(devices) > 1 else "one_device"
+  if distribution == "one_device":
+    return tf.distribute.OneDeviceStrategy(devices[0])
+  if distribution == "mirrored":
+    cpus = [d.name for d in tf.config.list_logical_devices("CPU")]
+    return tf.distribute.MirroredStrategy(devices if gpus else cpus)
+  if distribution == "multi_worker":
+    return tf.distribute.MultiWorkerMirroredStrategy()
+  raise ValueError(f"--distribution={distribution!r}: expected auto, one_device, mirrored or "
+                   "multi_worker")
+
+
+def is_chief(strategy):
+  """True on the worker that writes checkpoints and summaries (task 0, or single process)."""
+  resolver = getattr(strategy, "cluster_resolver", None)
+  if resolver is None or not resolver.task_type:
+    return True
+  return resolver.task_type == "chief" or (resolver.task_type == "worker" and resolver.task_id == 0
+                                           and "chief" not in resolver.cluster_spec().as_dict())
+
+
+class PreReducedAdam(keras.optimizers.Adam):
+  """Adam that expects gradients already summed over replicas.
+
+  The training step all-reduces the gradients once itself (it needs the summed
+  gradient for the global norm, clipping and the finite check), so the optimizer's
+  own all-reduce (Keras's `_all_reduce_sum_gradients`) must not sum them again.
+  """
+
+  def _all_reduce_sum_gradients(self, grads_and_vars):
+    return grads_and_vars
+
+
+def make_optimizer(hparams, mixed_precision="none"):
+  """Adam(beta1, beta2, eps) with the eq. 3 schedule (§5.3); wrapped in a dynamic
+  LossScaleOptimizer under mixed_float16."""
+  optimizer = PreReducedAdam(
+      learning_rate=TransformerSchedule(hparams.d_model, hparams.warmup_steps, hparams.learning_rate),
+      beta_1=hparams.adam_beta1, beta_2=hparams.adam_beta2, epsilon=hparams.adam_epsilon)
+  if mixed_precision == "mixed_float16":
+    optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+  return optimizer
+
+
+class Trainer:
+  """Owns the model, optimizer, checkpoints and the compiled training step.
+
+  Args:
+    hparams: `HParams`.
+    strategy: from `make_strategy`.
+    model_dir: where checkpoints and TensorBoard events go (chief only).
+    accum_steps: micro-batches per update (gradient accumulation).
+    jit_compile: XLA-compile the per-replica forward/backward computation.
+    mixed_precision: "none", "mixed_float16" or "mixed_bfloat16" (softmax,
+      LayerNorm, logits and the loss stay float32).
+    keep_checkpoint_max: checkpoints kept by the CheckpointManager.
+  """
+
+  def __init__(self, hparams, strategy, model_dir, accum_steps=1, jit_compile=False,
+               mixed_precision="none", keep_checkpoint_max=20):
+    if accum_steps < 1:
+      raise ValueError(f"--accum_steps must be >= 1, got {accum_steps}")
+    if mixed_precision not in ("none", "mixed_float16", "mixed_bfloat16"):
+      raise ValueError(f"--mixed_precision={mixed_precision!r}: expected none, mixed_float16 or "
+                       "mixed_bfloat16")
+    self.hparams = hparams
+    self.strategy = strategy
+    self.model_dir = model_dir
+    self.accum_steps = accum_steps
+    self.jit_compile = jit_compile
+    self.chief = is_chief(strategy)
+    keras.mixed_precision.set_global_policy("float32" if mixed_precision == "none" else mixed_precision)
+    with strategy.scope():
+      self.model = Transformer.from_hparams(hparams)
+      self.optimizer = make_optimizer(hparams, mixed_precision)
+      self.schedule = getattr(self.optimizer, "inner_optimizer", self.optimizer)._learning_rate
+      self.optimizer.build(self.model.trainable_variables)
+    self.loss_scaling = isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer)
+    self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer)
+    # Non-chief workers of a multi-worker job must save too (collectives), into a scratch dir.
+    ckpt_dir = model_dir if self.chief else os.path.join(
+        model_dir, f".worker_{strategy.cluster_resolver.task_id}")
+    self.manager = tf.train.CheckpointManager(self.checkpoint, ckpt_dir,
+                                              max_to_keep=keep_checkpoint_max)
+    self._forward = tf.function(self._forward_backward, jit_compile=True) if jit_compile \
+        else self._forward_backward
+    self._train_step = tf.function(self._distributed_step)
+    self._eval_step = tf.function(self._distributed_eval)
+
+  @property
+  def step(self):
+    """Optimizer updates done so far (int)."""
+    return int(self.optimizer.iterations.numpy())
+
+  def restore(self):
+    """Restores the latest checkpoint of model_dir, if any. Returns its path or None."""
+    path = self.manager.latest_checkpoint
+    if path:
+      self.checkpoint.restore(path).assert_existing_objects_matched()
+    return path
+
+  def save(self):
+    """Writes a checkpoint (the CheckpointManager writes the `checkpoint` index file last,
+    atomically, so a crash mid-save leaves the previous checkpoint as the latest)."""
+    return self.manager.save(checkpoint_number=self.optimizer.iterations)
+
+  # ---- the per-replica computation -------------------------------------------------
+
+  def _token_loss(self, batch, training):
+    """Loss sums of one micro-batch: (smoothed_sum, nll_sum, target_tokens, source_tokens)."""
+    inputs, targets = batch["inputs"], batch["targets"]
+    memory, src_bias = self.model.encode(inputs, training=training)
+    hidden = self.model.decoder_hidden(targets, memory, src_bias, training=training)
+    mask = tf.not_equal(targets, 0)
+    if self.jit_compile:  # static shapes for XLA: project every position, weight pads by 0
+      hidden = tf.reshape(hidden, [-1, self.hparams.d_model])
+      labels = tf.reshape(targets, [-1])
+      weights = tf.cast(tf.reshape(mask, [-1]), tf.float32)
+    else:  # project only real tokens: no logits or softmax for padding
+      hidden = tf.boolean_mask(hidden, mask)
+      labels = tf.boolean_mask(targets, mask)
+      weights = tf.ones_like(labels, tf.float32)
+    smoothed, nll = smoothed_cross_entropy(self.model.logits(hidden), labels, weights,
+                                           self.hparams.label_smoothing)
+    return (smoothed, nll, tf.reduce_sum(tf.cast(mask, tf.float32)),
+            tf.reduce_sum(tf.cast(tf.not_equal(inputs, 0), tf.float32)))
+
+  def _forward_backward(self, batch, global_tokens):
+    with tf.GradientTape() as tape:
+      smoothed, nll, tgt_tokens, src_tokens = self._token_loss(batch, training=True)
+      loss = smoothed / global_tokens
+      scaled = self.optimizer.scale_loss(loss) if self.loss_scaling else loss
+    grads = tape.gradient(scaled, self.model.trainable_variables)
+    return grads, smoothed, nll, tgt_tokens, src_tokens
+
+  def _replica_step(self, batches):
+    ctx = tf.distribute.get_replica_context()
+    local_tokens = tf.add_n([tf.reduce_sum(tf.cast(tf.not_equal(b["targets"], 0), tf.float32))
+                             for b in batches])
+    global_tokens = tf.maximum(ctx.all_reduce(SUM, local_tokens), 1.0)
+    grads, sums = None, tf.zeros([4])
+    for batch in batches:
+      g, *stats = self._forward(batch, global_tokens)
+      grads = g if grads is None else [a + b for a, b in zip(grads, g)]
+      sums += tf.stack(stats)
+    grads = ctx.all_reduce(SUM, grads)  # the one all-reduce of the step
+    grad_norm = tf.linalg.global_norm(grads)
+    if self.loss_scaling:
+      grad_norm /= tf.cast(self.optimizer.dynamic_scale, tf.float32)
+    finite = tf.logical_and(tf.math.is_finite(grad_norm),
+                            tf.math.is_finite(ctx.all_reduce(SUM, sums[0])))
+    if self.hparams.clip_norm > 0:
+      scale = tf.minimum(1.0, self.hparams.clip_norm / tf.maximum(grad_norm, 1e-12))
+      grads = [g * tf.cast(scale, g.dtype) for g in grads]
+    self._apply_if_finite(grads, finite)
+    return sums, tf.stack([tf.cast(finite, tf.float32), grad_norm])
+
+  def _apply_if_finite(self, grads, finite):
+    """Applies the update unless the loss or a gradient is NaN/Inf (same on every replica,
+    since the gradients are already summed). Under mixed_float16 the LossScaleOptimizer
+    makes that decision itself (it must also lower its loss scale), so it always gets the
+    gradients. The skip is decided in cross-replica context, as Keras's LossScaleOptimizer
+    does, because a cond whose branch calls merge_call is not allowed in replica context.
+    """
+    variables = self.model.trainable_variables
+    if self.loss_scaling:
+      self.optimizer.apply(grads, variables)
+      return
+
+    def cross_replica(distribution, finite, grads):
+      def apply():
+        distribution.extended.call_for_each_replica(
+            lambda g: self.optimizer.apply(g, variables), args=(grads,))
+        return tf.constant(True)
+
+      ok = distribution.experimental_local_results(finite)[0]
+      return tf.cond(ok, apply, lambda: tf.constant(False))
+
+    tf.distribute.get_replica_context().merge_call(cross_replica, args=(finite, grads))
+
+  def _distributed_step(self, iterator):
+    batches = [next(iterator) for _ in range(self.accum_steps)]
+    sums, flags = self.strategy.run(self._replica_step, args=(batches,))
+    sums = self.strategy.reduce(SUM, sums, axis=None)
+    flags = self.strategy.experimental_local_results(flags)[0]  # identical on every replica
+    return sums, flags
+
+  def _distributed_eval(self, dist_dataset):
+    totals = tf.zeros([4])
+    for batch in dist_dataset:  # one trace for every bucket shape
+      stats = self.strategy.run(lambda b: tf.stack(self._token_loss(b, training=False)), args=(batch,))
+      totals += self.strategy.reduce(SUM, stats, axis=None)
+    return totals
+
+  # ---- public API ----------------------------------------------------------------------
+
+  def train_step(self, iterator):
+    """Runs one update from a distributed iterator.
+
+    Returns:
+      dict of floats: loss (smoothed, per target token), nll (per target token),
+      target_tokens, source_tokens (global counts), grad_norm (global norm of the
+      summed, normalized gradient) and applied (False if the update was skipped).
+    """
+    sums, flags = self._train_step(iterator)
+    smoothed, nll, tgt, src = (float(x) for x in sums.numpy())
+    finite, grad_norm = (float(x) for x in flags.numpy())
+    return {"loss": smoothed / max(tgt, 1.0), "nll": nll / max(tgt, 1.0), "target_tokens": tgt,
+            "source_tokens": src, "grad_norm": grad_norm, "applied": finite > 0.5}
+
+  def evaluate(self, dist_dataset):
+    """Dev loss over a distributed dataset: dict with loss, nll, ppl per target token."""
+    totals = self._eval_step(dist_dataset).numpy()
+    tokens = max(totals[2], 1.0)
+    nll = totals[1] / tokens
+    return {"loss": totals[0] / tokens, "nll": nll, "ppl": float(np.exp(min(nll, 50.0))),
+            "target_tokens": totals[2]}
+
+  def learning_rate(self):
+    """The learning rate of the next update (float)."""
+    return float(self.schedule(self.optimizer.iterations))
+
+
+class StopSignal:
+  """Turns SIGINT/SIGTERM into a flag the loop checks after each step (then saves and exits)."""
+
+  def __init__(self):
+    self.received = None
+    self._previous = {}
+
+  def __enter__(self):
+    for sig in (signal.SIGINT, signal.SIGTERM):
+      self._previous[sig] = signal.signal(sig, self._handle)
+    return self
+
+  def _handle(self, signum, frame):
+    del frame
+    self.received = signal.Signals(signum).name
+
+  def __exit__(self, *exc):
+    for sig, handler in self._previous.items():
+      signal.signal(sig, handler)
+
+
+def write_json(path, values):
+  """Writes JSON atomically (temporary file, then rename)."""
+  tmp = f"{path}.tmp"
+  with open(tmp, "w", encoding="utf-8") as f:
+    json.dump(values, f, indent=2, sort_keys=True)
+  os.replace(tmp, path)

@@ -1,0 +1,102 @@
+"""Loss, learning-rate schedule and the training step against hand-computed values."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2t_repro.hparams import get_hparams
+from t2t_repro.training.loss import smoothed_cross_entropy
+from t2t_repro.training.schedule import TransformerSchedule
+from t2t_repro.training.trainer import Trainer, make_strategy
+
+
+def _reference_smoothed(logits, labels, eps):
+  """-sum_v q(v) log p(v) with q = 1 - eps at the label and eps / (V - 1) elsewhere."""
+  logits = logits.astype(np.float64)
+  log_p = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+  vocab = logits.shape[-1]
+  q = np.full_like(log_p, eps / (vocab - 1))
+  q[np.arange(len(labels)), labels] = 1 - eps
+  return -(q * log_p).sum(-1), -log_p[np.arange(len(labels)), labels]
+
+
+def test_smoothed_cross_entropy_matches_explicit_distribution():
+  rng = np.random.default_rng(0)
+  logits = rng.normal(size=(5, 7)).astype(np.float32) * 3
+  labels = np.array([0, 3, 6, 2, 2])
+  weights = np.array([1, 1, 1, 0, 1], np.float32)
+  smoothed, nll = smoothed_cross_entropy(tf.constant(logits), tf.constant(labels, tf.int32),
+                                         tf.constant(weights), 0.1)
+  ref_smoothed, ref_nll = _reference_smoothed(logits, labels, 0.1)
+  np.testing.assert_allclose(smoothed.numpy(), (ref_smoothed * weights).sum(), rtol=1e-5)
+  np.testing.assert_allclose(nll.numpy(), (ref_nll * weights).sum(), rtol=1e-5)
+
+
+def test_uniform_logits_give_log_vocab():
+  # With all logits equal, p = 1/V everywhere, so both losses are log V per token.
+  smoothed, nll = smoothed_cross_entropy(tf.zeros([2, 10]), tf.constant([1, 4]), tf.ones([2]), 0.1)
+  np.testing.assert_allclose([smoothed.numpy(), nll.numpy()], [2 * np.log(10)] * 2, rtol=1e-6)
+
+
+@pytest.mark.parametrize("step,expected", [
+    # eq. 3 by hand: 512^-0.5 * min(step^-0.5, step * 4000^-1.5)
+    (1, 512 ** -0.5 * 1 * 4000 ** -1.5),             # 1.7469e-07, warmup branch
+    (4000, 512 ** -0.5 * 4000 ** -0.5),              # 6.9877e-04, the peak
+    (100000, 512 ** -0.5 * 100000 ** -0.5),          # 1.3975e-04, decay branch
+])
+def test_schedule_is_eq3(step, expected):
+  schedule = TransformerSchedule(512, 4000, 1.0)
+  # Keras passes the 0-based iteration count: update number `step` sees step - 1.
+  assert float(schedule(step - 1)) == pytest.approx(expected, rel=1e-5)
+
+
+def test_schedule_values_written_out():
+  schedule = TransformerSchedule(512, 4000)
+  assert float(schedule(3999)) == pytest.approx(6.9877e-4, rel=1e-4)
+  assert float(schedule(99999)) == pytest.approx(1.3975e-4, rel=1e-4)
+  assert float(TransformerSchedule(512, 8000, 2.0)(7999)) == pytest.approx(2 * 512 ** -0.5 * 8000 ** -0.5)
+
+
+def _fixed_batch():
+  inputs = np.array([[5, 6, 7, 8, 1], [9, 10, 1, 0, 0]], np.int32)
+  targets = np.array([[11, 12, 13, 1, 0, 0], [14, 15, 16, 17, 18, 1]], np.int32)
+  return {"inputs": inputs, "targets": targets}
+
+
+def _iterator(strategy, batches):
+  ds = tf.data.Dataset.from_tensor_slices({k: np.stack([b[k] for b in batches]) for k in batches[0]})
+  return iter(strategy.experimental_distribute_dataset(ds))
+
+
+def test_first_step_loss_equals_hand_computed(tmp_path):
+  hp = get_hparams("tiny", "vocab_size=40,dropout=0")
+  strategy = make_strategy("one_device")
+  trainer = Trainer(hp, strategy, str(tmp_path))
+  batch = _fixed_batch()
+  logits = trainer.model((batch["inputs"], batch["targets"])).numpy()
+  mask = batch["targets"] != 0
+  smoothed, nll = _reference_smoothed(logits[mask], batch["targets"][mask], 0.1)
+  stats = trainer.train_step(_iterator(strategy, [batch]))
+  assert stats["target_tokens"] == mask.sum() == 10
+  assert stats["source_tokens"] == 8  # 5 + 3 non-pad source ids
+  assert stats["loss"] == pytest.approx(smoothed.mean(), rel=1e-5)
+  assert stats["nll"] == pytest.approx(nll.mean(), rel=1e-5)
+  assert stats["applied"] and trainer.step == 1
+  # The update moved the weights, by at most ~lr per element (Adam's first step).
+  after = trainer.model((batch["inputs"], batch["targets"])).numpy()
+  assert not np.allclose(after, logits)
+
+
+def test_non_finite_step_is_skipped(tmp_path):
+  hp = get_hparams("tiny", "vocab_size=40,dropout=0")
+  strategy = make_strategy("one_device")
+  trainer = Trainer(hp, strategy, str(tmp_path))
+  before = [v.numpy().copy() for v in trainer.model.trainable_variables]
+  trainer.model.embedding.embeddings.assign(trainer.model.embedding.embeddings * np.inf)
+  poisoned = [v.numpy().copy() for v in trainer.model.trainable_variables]
+  stats = trainer.train_step(_iterator(strategy, [_fixed_batch()]))
+  assert not stats["applied"]
+  assert trainer.step == 0  # no update counted
+  for a, b in zip(poisoned, [v.numpy() for v in trainer.model.trainable_variables]):
+    np.testing.assert_array_equal(a, b)
+  assert len(before) == len(poisoned)
