@@ -47,6 +47,8 @@ flags.DEFINE_integer("eval_every_steps", 1000, "Dev loss (and dev BLEU) every N 
 flags.DEFINE_integer("dev_bleu_lines", 200, "Dev lines decoded for the periodic dev BLEU (0: off).")
 flags.DEFINE_integer("test_bleu_lines", 0, "After training, translate this many lines of the "
                      "test split with beam search and print sacreBLEU (-1: all, 0: off).")
+flags.DEFINE_float("train_minutes", 0, "Stop (and save) after this much wall time even if "
+                   "train_steps is not reached (0: no limit) [minutes].")
 flags.DEFINE_integer("log_every_steps", 10, "TensorBoard summaries every N updates.")
 flags.DEFINE_integer("seed", 1234, "Seed for initialization, dropout and data shuffling.")
 for _split in ("train", "dev", "test"):
@@ -132,7 +134,8 @@ def main(argv):
   loop.run(trainer, problem, tokenizer, seed=FLAGS.seed,
            save_steps=FLAGS.save_checkpoints_steps, save_secs=FLAGS.save_checkpoints_secs,
            eval_every=FLAGS.eval_every_steps, dev_bleu_lines=FLAGS.dev_bleu_lines,
-           log_every=FLAGS.log_every_steps, test_bleu_lines=FLAGS.test_bleu_lines)
+           log_every=FLAGS.log_every_steps, test_bleu_lines=FLAGS.test_bleu_lines,
+           train_seconds=FLAGS.train_minutes * 60)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,12 @@
 import os
 
 import pytest
+import tensorflow as tf
+
+# Two logical CPU devices, so MirroredStrategy tests can run 2 replicas on this machine.
+# Must happen before TensorFlow initializes its devices, hence at import of conftest.
+tf.config.set_logical_device_configuration(
+    tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * 2)
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

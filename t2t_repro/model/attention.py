@@ -130,8 +130,8 @@ class MultiHeadAttention(keras.layers.Layer):
       v = self._split_heads(source, self.v_kernel, self.value_dim)
     logits = tf.matmul(q, k, transpose_b=True)
     logits = tf.cast(logits, tf.float32)
-    if bias is not None:
-      logits += bias
+    if bias is not None:  # Keras autocasts call args to the compute dtype; add in float32
+      logits += tf.cast(bias, tf.float32)
     weights = tf.nn.softmax(logits)
     dropped = self._dropout(tf.cast(weights, q.dtype), training=training)
     out = tf.matmul(dropped, v)  # [batch, h, q_len, d_v]

@@ -48,7 +48,9 @@ class SharedEmbedding(keras.layers.Layer):
       float [..., vocab_size] = x E^T.
     """
     shape = tf.shape(x)
-    flat = tf.matmul(tf.reshape(x, [-1, self.d_model]), self.embeddings, transpose_b=True)
+    # Called outside __call__ (no Keras autocast scope): cast the float32 matrix explicitly.
+    weights = tf.cast(self.embeddings, x.dtype)
+    flat = tf.matmul(tf.reshape(x, [-1, self.d_model]), weights, transpose_b=True)
     return tf.reshape(flat, tf.concat([shape[:-1], [self.vocab_size]], 0))
 
   def compute_mask(self, ids, mask=None):

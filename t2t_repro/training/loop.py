@@ -31,7 +31,7 @@ def _dev_bleu(trainer, tokenizer, dev, num_lines, target_lang):
 
 
 def run(trainer, problem, tokenizer, *, seed, save_steps, save_secs, eval_every, dev_bleu_lines,
-        log_every, test_bleu_lines=0):
+        log_every, test_bleu_lines=0, train_seconds=0):
   """Trains until `hparams.train_steps` updates, saving and evaluating on the way.
 
   Args:
@@ -44,6 +44,7 @@ def run(trainer, problem, tokenizer, *, seed, save_steps, save_secs, eval_every,
     log_every: TensorBoard train summaries every N updates.
     test_bleu_lines: after training, decode this many test lines and print
       sacreBLEU (-1 all, 0 off).
+    train_seconds: wall-time budget of this run; past it, save and stop (0: none).
 
   Returns:
     dict with the last train stats, the last dev stats and the test BLEU if computed.
@@ -63,6 +64,7 @@ def run(trainer, problem, tokenizer, *, seed, save_steps, save_secs, eval_every,
   window_tokens, window_start = 0.0, time.monotonic()
   stats, dev_stats, result = {}, {}, {}
   skipped = 0
+  deadline = time.monotonic() + train_seconds if train_seconds else float("inf")
 
   with StopSignal() as stop:
     while trainer.step < hp.train_steps:
@@ -88,18 +90,23 @@ def run(trainer, problem, tokenizer, *, seed, save_steps, save_secs, eval_every,
           tf.summary.scalar("target_tokens_per_sec", tokens_per_sec)
           tf.summary.scalar("skipped_updates", skipped)
         window_tokens, window_start = 0.0, time.monotonic()
+      out_of_time = time.monotonic() >= deadline
       due_steps = save_steps and step - last_save_step >= save_steps
       due_secs = save_secs and time.monotonic() - last_save_time >= save_secs
-      if due_steps or due_secs or stop.received or step >= hp.train_steps:
+      if due_steps or due_secs or stop.received or out_of_time or step >= hp.train_steps:
         path = trainer.save()
         last_save_step, last_save_time = step, time.monotonic()
         logging.info("saved %s", path)
-      if dev_data is not None and eval_every and (step % eval_every == 0 or step >= hp.train_steps):
+      last = step >= hp.train_steps or out_of_time
+      if dev_data is not None and eval_every and (step % eval_every == 0 or last):
         dev_stats = _evaluate(trainer, dev_data, dev, tokenizer, dev_bleu_lines, problem,
                               writers.get("dev"), step)
       if stop.received:
         print(f"\n{stop.received} received: checkpoint saved at step {step}, exiting.", flush=True)
         return {"train": stats, "dev": dev_stats, "stopped": stop.received}
+      if out_of_time:
+        print(f"\n--train_minutes reached at step {step}: checkpoint saved.", flush=True)
+        break
 
   if test_bleu_lines:
     test = problem.text_pairs("test")

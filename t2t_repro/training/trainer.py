@@ -8,7 +8,9 @@ same however the batch is split (tested: 2 replicas = 1 replica, accum k x b = 1
 
 import json
 import os
+import shutil
 import signal
+import tempfile
 
 import keras
 import numpy as np
@@ -122,9 +124,9 @@ class Trainer:
       self.optimizer.build(self.model.trainable_variables)
     self.loss_scaling = isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer)
     self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer)
-    # Non-chief workers of a multi-worker job must save too (collectives), into a scratch dir.
-    ckpt_dir = model_dir if self.chief else os.path.join(
-        model_dir, f".worker_{strategy.cluster_resolver.task_id}")
+    # Non-chief workers of a multi-worker job must take part in saving (collectives), so
+    # they write to a scratch folder outside model_dir that is deleted after each save.
+    ckpt_dir = model_dir if self.chief else tempfile.mkdtemp(prefix="t2t_worker_ckpt_")
     self.manager = tf.train.CheckpointManager(self.checkpoint, ckpt_dir,
                                               max_to_keep=keep_checkpoint_max)
     self._forward = tf.function(self._forward_backward, jit_compile=True) if jit_compile \
@@ -139,7 +141,7 @@ class Trainer:
 
   def restore(self):
     """Restores the latest checkpoint of model_dir, if any. Returns its path or None."""
-    path = self.manager.latest_checkpoint
+    path = tf.train.latest_checkpoint(self.model_dir)
     if path:
       self.checkpoint.restore(path).assert_existing_objects_matched()
     return path
@@ -147,7 +149,11 @@ class Trainer:
   def save(self):
     """Writes a checkpoint (the CheckpointManager writes the `checkpoint` index file last,
     atomically, so a crash mid-save leaves the previous checkpoint as the latest)."""
-    return self.manager.save(checkpoint_number=self.optimizer.iterations)
+    path = self.manager.save(checkpoint_number=self.optimizer.iterations)
+    if not self.chief:  # drop the scratch copy, keep the folder for the next save
+      shutil.rmtree(self.manager.directory, ignore_errors=True)
+      os.makedirs(self.manager.directory, exist_ok=True)
+    return path
 
   # ---- the per-replica computation -------------------------------------------------
 
