@@ -113,8 +113,8 @@ def main(argv):
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration()] * FLAGS.num_cpu_replicas)
-  keras.utils.set_random_seed(FLAGS.seed)
   strategy = trainer_lib.make_strategy(FLAGS.distribution, FLAGS.num_gpus)
+  keras.utils.set_random_seed(FLAGS.seed)
   chief = trainer_lib.is_chief(strategy)
   files = {f"{s}_{side}": getattr(FLAGS, f"{s}_{side}")
            for s in ("train", "dev", "test") for side in ("src", "tgt")}

@@ -38,6 +38,8 @@ def make_strategy(distribution="auto", num_gpus=None):
   Raises:
     ValueError: unknown `distribution`, or more GPUs asked for than visible.
   """
+  if distribution == "multi_worker":  # must come before anything initializes the TF context
+    return tf.distribute.MultiWorkerMirroredStrategy()
   gpus = tf.config.list_logical_devices("GPU")
   if num_gpus is not None:
     if num_gpus > len(gpus):
@@ -51,8 +53,6 @@ def make_strategy(distribution="auto", num_gpus=None):
   if distribution == "mirrored":
     cpus = [d.name for d in tf.config.list_logical_devices("CPU")]
     return tf.distribute.MirroredStrategy(devices if gpus else cpus)
-  if distribution == "multi_worker":
-    return tf.distribute.MultiWorkerMirroredStrategy()
   raise ValueError(f"--distribution={distribution!r}: expected auto, one_device, mirrored or "
                    "multi_worker")
 
