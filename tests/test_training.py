@@ -100,3 +100,24 @@ def test_non_finite_step_is_skipped(tmp_path):
   for a, b in zip(poisoned, [v.numpy() for v in trainer.model.trainable_variables]):
     np.testing.assert_array_equal(a, b)
   assert len(before) == len(poisoned)
+
+
+def test_save_restore_is_exact_and_training_continues_identically(tmp_path):
+  hp = get_hparams("tiny", "vocab_size=40,dropout=0")
+  batch = _fixed_batch()
+  first = Trainer(hp, make_strategy("one_device"), str(tmp_path))
+  for _ in range(2):
+    first.train_step(_iterator(first.strategy, [batch]))
+  assert first.save().endswith("ckpt-2")
+  second = Trainer(hp, make_strategy("one_device"), str(tmp_path))
+  assert second.restore().endswith("ckpt-2") and second.step == 2
+  assert second.learning_rate() == first.learning_rate()
+  for a, b in zip(first.optimizer.variables, second.optimizer.variables):  # moments, step
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+  for a, b in zip(first.model.trainable_variables, second.model.trainable_variables):
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+  one = first.train_step(_iterator(first.strategy, [batch]))
+  two = second.train_step(_iterator(second.strategy, [batch]))
+  assert one["loss"] == two["loss"]
+  for a, b in zip(first.model.trainable_variables, second.model.trainable_variables):
+    np.testing.assert_array_equal(a.numpy(), b.numpy())

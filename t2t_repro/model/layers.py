@@ -30,8 +30,11 @@ class _ResidualBlock(keras.layers.Layer):
                       relu_dropout=relu_dropout, norm_type=norm_type)
     self.supports_masking = True
     self.pre_norm = norm_type == "pre"
-    self.norms = [keras.layers.LayerNormalization(epsilon=1e-6, name=f"layer_norm_{i}")
-                  for i in range(num_sublayers)]
+    # Attributes, not only a list: tf.train.Checkpoint does not look inside Keras's lists.
+    for i in range(num_sublayers):
+      setattr(self, f"layer_norm_{i}", keras.layers.LayerNormalization(epsilon=1e-6,
+                                                                       name=f"layer_norm_{i}"))
+    self.norms = [getattr(self, f"layer_norm_{i}") for i in range(num_sublayers)]
     self._dropout = keras.layers.Dropout(dropout)
     self.ffn = FeedForward(d_model, d_ff, relu_dropout, name="ffn")
 

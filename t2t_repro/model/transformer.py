@@ -63,8 +63,13 @@ class Transformer(keras.Model):
     layer_args = dict(d_model=d_model, d_ff=d_ff, num_heads=num_heads, key_dim=key_dim,
                       value_dim=value_dim, dropout=dropout, attention_dropout=attention_dropout,
                       relu_dropout=relu_dropout, norm_type=norm_type)
-    self.encoder_layers = [EncoderLayer(**layer_args, name=f"encoder_{i}") for i in range(num_layers)]
-    self.decoder_layers = [DecoderLayer(**layer_args, name=f"decoder_{i}") for i in range(num_layers)]
+    # Each layer is also an attribute: tf.train.Checkpoint does not look inside Keras's
+    # tracked lists, so layers reachable only through a list would not be saved.
+    for i in range(num_layers):
+      setattr(self, f"encoder_{i}", EncoderLayer(**layer_args, name=f"encoder_{i}"))
+      setattr(self, f"decoder_{i}", DecoderLayer(**layer_args, name=f"decoder_{i}"))
+    self.encoder_layers = [getattr(self, f"encoder_{i}") for i in range(num_layers)]
+    self.decoder_layers = [getattr(self, f"decoder_{i}") for i in range(num_layers)]
     self.pre_norm = norm_type == "pre"
     if self.pre_norm:
       self.encoder_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="encoder_norm")
@@ -82,10 +87,17 @@ class Transformer(keras.Model):
     model.build_variables()
     return model
 
+  def build(self, input_shape=None):
+    """Creates every variable (shapes do not depend on `input_shape`) with a dummy pass."""
+    if self.built:
+      return
+    self.built = True  # before the call, so that __call__ does not build again
+    ids = tf.constant([[3, 1]], tf.int32)
+    self.call((ids, ids), training=False)
+
   def build_variables(self):
     """Creates every variable eagerly (call before any tf.function or checkpoint restore)."""
-    ids = tf.constant([[3, 1]], tf.int32)
-    self((ids, ids), training=False)
+    self.build()
 
   def _embed(self, ids, training, start=0):
     x = self.position(self.embedding(ids), start=start)

@@ -66,6 +66,8 @@ def run(trainer, problem, tokenizer, *, seed, save_steps, save_secs, eval_every,
   skipped = 0
   deadline = time.monotonic() + train_seconds if train_seconds else float("inf")
 
+  if dev_data is not None and trainer.step == 0:  # the starting point of the dev curve
+    dev_stats = _evaluate(trainer, dev_data, dev, tokenizer, 0, problem, writers.get("dev"), 0)
   with StopSignal() as stop:
     while trainer.step < hp.train_steps:
       lr = trainer.learning_rate()

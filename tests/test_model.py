@@ -1,0 +1,158 @@
+"""The Transformer layers against the paper's equations and NumPy references."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import keras
+
+from t2t_repro.hparams import get_hparams
+from t2t_repro.model.attention import MultiHeadAttention, causal_bias, padding_bias
+from t2t_repro.model.position import SinusoidalPositionEncoding, sinusoid_table
+from t2t_repro.model.transformer import Transformer
+from t2t_repro import summary
+
+HP = get_hparams("tiny", "vocab_size=37,dropout=0")
+
+
+def _model(**overrides):
+  hp = HP.replace(**overrides) if overrides else HP
+  return Transformer.from_hparams(hp)
+
+
+def _softmax(x):
+  e = np.exp(x - x.max(-1, keepdims=True))
+  return e / e.sum(-1, keepdims=True)
+
+
+def test_attention_matches_numpy_reference():
+  rng = np.random.default_rng(0)
+  layer = MultiHeadAttention(d_model=8, num_heads=2)
+  q_in = rng.normal(size=(2, 3, 8)).astype(np.float32)
+  m_in = rng.normal(size=(2, 5, 8)).astype(np.float32)
+  ids = np.array([[4, 5, 6, 0, 0], [4, 5, 6, 7, 8]])
+  out, weights = layer(q_in, m_in, bias=padding_bias(tf.constant(ids)), return_attention_scores=True)
+  wq, wk, wv, wo = (layer.q_kernel.numpy(), layer.k_kernel.numpy(), layer.v_kernel.numpy(),
+                    layer.output_kernel.numpy())
+  heads = []
+  ref_weights = []
+  for h in range(2):
+    cols = slice(4 * h, 4 * h + 4)
+    q, k, v = q_in @ wq[:, cols], m_in @ wk[:, cols], m_in @ wv[:, cols]
+    logits = q @ k.transpose(0, 2, 1) / np.sqrt(4)  # eq. 1: QK^T / sqrt(d_k)
+    logits = np.where((ids == 0)[:, None, :], -1e9, logits)
+    w = _softmax(logits)
+    ref_weights.append(w)
+    heads.append(w @ v)
+  expected = np.concatenate(heads, -1) @ wo  # Concat(head_1..h) W^O
+  np.testing.assert_allclose(out.numpy(), expected, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(weights.numpy(), np.stack(ref_weights, 1), rtol=1e-5, atol=1e-6)
+  assert np.all(weights.numpy()[0, :, :, 3:] < 1e-6)  # padding gets no attention
+
+
+def test_positional_encoding_is_section_3_5():
+  d = 16
+  table = sinusoid_table(tf.range(50), d).numpy()
+  pos, i = 37, 3
+  assert table[pos, 2 * i] == pytest.approx(np.sin(pos / 10000 ** (2 * i / d)), abs=1e-5)
+  assert table[pos, 2 * i + 1] == pytest.approx(np.cos(pos / 10000 ** (2 * i / d)), abs=1e-5)
+  layer = SinusoidalPositionEncoding(d)
+  x = np.zeros((1, 4, d), np.float32)
+  np.testing.assert_allclose(layer(x, start=10).numpy()[0], table[10:14], atol=1e-6)
+
+
+def test_padding_never_changes_real_positions():
+  model = _model()
+  src = np.array([[5, 6, 7, 1]], np.int32)
+  tgt = np.array([[8, 9, 1]], np.int32)
+  base = model((src, tgt)).numpy()
+  padded = model((np.pad(src, [[0, 0], [0, 5]]), np.pad(tgt, [[0, 0], [0, 4]]))).numpy()
+  np.testing.assert_allclose(padded[:, :3], base, rtol=1e-5, atol=1e-5)
+
+
+def test_causal_mask_future_targets_do_not_matter():
+  model = _model()
+  src = np.array([[5, 6, 7, 1]], np.int32)
+  a = np.array([[8, 9, 10, 11, 1]], np.int32)
+  b = np.array([[8, 9, 30, 31, 32]], np.int32)  # differs from position 2 on
+  la, lb = model((src, a)).numpy(), model((src, b)).numpy()
+  # Logits at position i depend on targets < i (shifted right), so 0..2 agree, 3.. differ.
+  np.testing.assert_allclose(la[:, :3], lb[:, :3], rtol=1e-5, atol=1e-5)
+  assert not np.allclose(la[:, 3:], lb[:, 3:])
+  assert causal_bias(3).numpy()[0, 0, 0, 1] == -1e9 and causal_bias(3).numpy()[0, 0, 2, 1] == 0
+
+
+def test_three_embedding_uses_share_one_variable():
+  model = _model()
+  matrix = model.embedding.embeddings
+  assert sum(1 for v in model.trainable_variables if v is matrix or v.path == matrix.path) == 1
+  src = tf.constant([[5, 1]])
+  with tf.GradientTape() as tape:
+    logits = model((src, src))
+    # Through the source embedding, target embedding and the pre-softmax projection.
+  grads = tape.gradient(logits, [matrix])
+  assert grads[0] is not None
+  hidden = tf.random.normal([2, HP.d_model])
+  np.testing.assert_allclose(model.logits(hidden).numpy(), hidden.numpy() @ matrix.numpy().T,
+                             rtol=1e-5, atol=1e-5)
+  scaled = model.embedding(tf.constant([[3]])).numpy()[0, 0]
+  np.testing.assert_allclose(scaled, matrix.numpy()[3] * np.sqrt(HP.d_model), rtol=1e-6)
+
+
+@pytest.mark.parametrize("overrides", [{}, {"norm_type": "pre", "position_encoding": "learned"}])
+def test_serialization_round_trip_gives_identical_outputs(tmp_path, overrides):
+  model = _model(**overrides)
+  src, tgt = np.array([[5, 6, 1, 0]], np.int32), np.array([[7, 8, 9, 1]], np.int32)
+  expected = model((src, tgt)).numpy()
+  path = str(tmp_path / "model.keras")
+  model.save(path)
+  loaded = keras.models.load_model(path)
+  np.testing.assert_allclose(loaded((src, tgt)).numpy(), expected, rtol=1e-6, atol=1e-6)
+  clone = Transformer.from_config(model.get_config())
+  clone.build_variables()
+  clone.set_weights(model.get_weights())
+  np.testing.assert_allclose(clone((src, tgt)).numpy(), expected, rtol=1e-6, atol=1e-6)
+
+
+def test_model_only_checkpoint_holds_every_variable(tmp_path):
+  # Keras keeps sublayers of lists in its own containers that tf.train.Checkpoint does not
+  # traverse; every layer must therefore also be reachable as an attribute.
+  model = _model()
+  path = tf.train.Checkpoint(model=model).save(str(tmp_path / "ckpt"))
+  saved = [k for k in tf.train.load_checkpoint(path).get_variable_to_shape_map() if k.startswith("model/")]
+  assert len(saved) == len(model.variables) == len(model.trainable_variables)
+  other = _model()
+  tf.train.Checkpoint(model=other).restore(path).assert_existing_objects_matched()
+  for a, b in zip(model.variables, other.variables):
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_cached_decoding_equals_full_decoder():
+  model = _model(norm_type="pre")
+  src = np.array([[5, 6, 7, 1, 0], [8, 9, 1, 0, 0]], np.int32)
+  tgt = np.array([[11, 12, 13, 14, 1], [15, 16, 1, 0, 0]], np.int32)
+  full = model((src, tgt)).numpy()
+  memory, bias = model.encode(src)
+  cache = model.init_cache(memory, 7)
+  previous = np.pad(tgt[:, :-1], [[0, 0], [1, 0]])
+  for step in range(tgt.shape[1]):
+    logits, cache = model.decode_step(tf.constant(previous[:, step]), tf.constant(step), cache, bias)
+    np.testing.assert_allclose(logits.numpy(), full[:, step], atol=1e-5)
+
+
+@pytest.mark.parametrize("name,paper_m", [("base", 65), ("big", 213)])
+def test_parameter_counts_match_closed_form_and_table3(name, paper_m):
+  hp = get_hparams(name, "vocab_size=37000")
+  closed = summary.closed_form_params(hp)
+  # Closed form by hand for base: 37000*512 + 6*(4*512^2 + 2*512*2048+2048+512 + 2*1024)
+  #   + 6*(8*512^2 + 2*512*2048+2048+512 + 3*1024) = 63,045,632.
+  if name == "base":
+    assert closed == 63_045_632
+  model = Transformer.from_hparams(hp)
+  assert model.count_params() == closed
+  assert abs(closed / 1e6 - paper_m) / paper_m < 0.05
+
+
+def test_table3_variants_have_their_counts():
+  for name, paper_m in (("base_c_layers2", 36), ("base_c_dff4096", 90), ("base_b_dk16", 58)):
+    closed = summary.closed_form_params(get_hparams(name))
+    assert abs(closed / 1e6 - paper_m) / paper_m < 0.08, (name, closed)
