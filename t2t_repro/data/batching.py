@@ -1,0 +1,232 @@
+"""Token-budget bucketed batching in tf.data (tensor2tensor `data_reader` style).
+
+An example is a pair of int32 id sequences, each ending in EOS. Its length is
+max(len(inputs), len(targets)) [tokens, EOS included], as in t2t's
+`example_length`. Bucket lengths are t2t's geometric boundaries
+(`bucket_boundaries`: 8, 9, ..., 17, 18, 19, 20, 22, 24, ... growing by x1.1)
+followed by `max_length`; an example goes to the first bucket length >= its
+length, and both its sides are padded with 0 to exactly that length. So a
+batch from the bucket of length L has shape [batch_tokens // L, L] for
+"inputs" and for "targets" (fewer rows only in the last batch of a finite
+pass), never more than `batch_tokens` padded tokens per side, and only
+len(bucket_lengths) different shapes reach the model.
+
+Training: examples longer than `max_length` are dropped (count them with
+`example_lengths` + `count_too_long`), then shuffled with a seed, repeated
+and bucketed. Evaluation: no drop, no shuffle, deterministic order; an example
+longer than `max_length` is batched alone, padded to its own length.
+
+`batch_tokens` is per replica: with tf.distribute, build the input with
+`make_distributed_dataset`, which shards the examples by
+`tf.distribute.InputContext` and gives every replica batches of
+`batch_tokens`.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from t2t_repro.data import text_files
+
+TOKENIZE_BATCH = 1024
+MAX_SHUFFLE_BUFFER = 200_000
+
+
+def bucket_boundaries(max_length, min_length=8, growth=1.1):
+  """Geometric bucket boundaries, exactly tensor2tensor's.
+
+  Source: tensor2tensor `utils/data_reader._bucket_boundaries`
+  (`length_bucket_step` = growth).
+
+  Args:
+    max_length: boundaries stay below this [tokens].
+    min_length: first boundary [tokens].
+    growth: ratio between neighbouring boundaries (> 1).
+
+  Returns:
+    list of int: min_length, then x <- max(x + 1, int(x * growth)) while
+    x < max_length (8, 9, ..., 17, 18, 19, 20, 22, 24, 26, 28, 30, 33, ...).
+  """
+  if growth <= 1.0:
+    raise ValueError(f"growth must be > 1, got {growth}")
+  boundaries, x = [], min_length
+  while x < max_length:
+    boundaries.append(x)
+    x = max(x + 1, int(x * growth))
+  return boundaries
+
+
+def bucket_lengths(max_length, min_length=8, growth=1.1):
+  """The padded lengths of the buckets: `bucket_boundaries(...) + [max_length]` [tokens].
+
+  (t2t's `batching_scheme` also ends its per-bucket batch sizes with
+  `max_length`.)
+  """
+  return bucket_boundaries(max_length, min_length, growth) + [max_length]
+
+
+def bucket_batch_sizes(lengths, batch_tokens):
+  """Examples per batch of each bucket: max(1, batch_tokens // L) for each length L.
+
+  Source: tensor2tensor `data_reader.batching_scheme` (`batch_size // length`).
+  """
+  return [max(1, batch_tokens // length) for length in lengths]
+
+
+def _pairs_dataset(pairs):
+  """(source, target) tf.string scalars from a Dataset, a ParallelText or a list of pairs."""
+  if isinstance(pairs, tf.data.Dataset):
+    return pairs
+  if isinstance(pairs, text_files.ParallelText):
+    pairs = pairs.pairs
+  sources = tf.constant([s for s, _ in pairs], tf.string)
+  targets = tf.constant([t for _, t in pairs], tf.string)
+  return tf.data.Dataset.from_tensor_slices((sources, targets))
+
+
+def tokenize_pairs(pairs, tokenizer, input_context=None):
+  """Tokenizes sentence pairs in tf.data, 1024 lines per tokenizer call.
+
+  Args:
+    pairs: list of (source, target) str, a text_files.ParallelText, or a
+      tf.data.Dataset of (source, target) tf.string scalars.
+    tokenizer: vocab.Tokenizer.
+    input_context: optional tf.distribute.InputContext; this pipeline keeps
+      every num_input_pipelines-th pair (shard before tokenizing).
+
+  Returns:
+    tf.data.Dataset of {"inputs": int32 [src_len], "targets": int32 [tgt_len]},
+    both ending in EOS, in input order.
+  """
+  ds = _pairs_dataset(pairs)
+  if input_context is not None:
+    ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+  ds = ds.batch(TOKENIZE_BATCH).map(
+      lambda src, tgt: {"inputs": tokenizer.encode(src), "targets": tokenizer.encode(tgt)},
+      num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+  # Unbatched ragged rows have a RaggedTensorSpec of ragged_rank 0; passing them
+  # through a map makes them plain tensors, which padded_batch needs.
+  return ds.map(lambda ex: ex)
+
+
+def example_lengths(pairs, tokenizer):
+  """Token counts of every pair (EOS included).
+
+  Args: as `tokenize_pairs`.
+
+  Returns:
+    np.ndarray int32 [num_pairs, 2]: (source length, target length).
+  """
+  ds = tokenize_pairs(pairs, tokenizer).map(
+      lambda ex: tf.stack([tf.size(ex["inputs"]), tf.size(ex["targets"])])).batch(65536)
+  return np.concatenate([b.numpy() for b in ds] or [np.zeros((0, 2), np.int32)])
+
+
+def count_too_long(lengths, max_length):
+  """Number of examples that training drops: max(source, target length) > max_length.
+
+  Args:
+    lengths: int [num_pairs, 2] from `example_lengths`.
+    max_length: [tokens].
+  """
+  return int(np.sum(np.max(lengths, axis=1) > max_length)) if len(lengths) else 0
+
+
+def _example_length(ex):
+  return tf.maximum(tf.size(ex["inputs"]), tf.size(ex["targets"]))
+
+
+def _bucket_by_length(ds, lengths, batch_tokens):
+  """Groups examples into padded batches by bucket; longer than lengths[-1]: alone, own length."""
+  padded = tf.constant(lengths + [-1], tf.int64)
+  sizes = tf.constant(bucket_batch_sizes(lengths, batch_tokens) + [1], tf.int64)
+  sorted_lengths = tf.constant(lengths, tf.int32)
+
+  def bucket_id(ex):
+    """Index of the first bucket length >= the example's; len(lengths) if none."""
+    length = _example_length(ex)[None]
+    return tf.searchsorted(sorted_lengths, length, side="left", out_type=tf.int64)[0]
+
+  def batch(bucket, window):
+    shape = padded[bucket][None]
+    return window.padded_batch(sizes[bucket], padded_shapes={"inputs": shape, "targets": shape})
+
+  def same_width(batch):
+    """Pads the shorter side of a batch padded to its own length (-1) to the other's width."""
+    width = tf.maximum(tf.shape(batch["inputs"])[1], tf.shape(batch["targets"])[1])
+    return {k: tf.pad(v, [[0, 0], [0, width - tf.shape(v)[1]]]) for k, v in batch.items()}
+
+  ds = ds.group_by_window(bucket_id, batch, window_size_func=lambda bucket: sizes[bucket])
+  return ds.map(same_width, num_parallel_calls=tf.data.AUTOTUNE)
+
+
+def make_dataset(pairs, tokenizer, *, batch_tokens, max_length=256, training, seed=None,
+                 input_context=None, repeat=None, cache=True, shuffle_buffer=None,
+                 min_length=8, growth=1.1):
+  """The input pipeline: tokenize, (filter, shuffle, repeat,) bucket, pad, prefetch.
+
+  Args:
+    pairs: list of (source, target) str, a text_files.ParallelText, or a
+      tf.data.Dataset of (source, target) tf.string scalars.
+    tokenizer: vocab.Tokenizer.
+    batch_tokens: padded tokens per batch and side, per replica [tokens].
+    max_length: longest example kept in training; the last bucket [tokens].
+    training: True: drop examples longer than max_length, shuffle, repeat.
+      False: keep everything, no shuffle, one pass; the order is deterministic
+      (rows of a batch in input order; a batch leaves when its bucket is full,
+      the partial ones at the end).
+    seed: shuffle seed (training); None: not reproducible.
+    input_context: tf.distribute.InputContext (see `make_distributed_dataset`).
+    repeat: repeat forever; default = training.
+    cache: keep the tokenized examples in memory after the first pass.
+    shuffle_buffer: examples in the shuffle buffer; default: all of them for a
+      list input (at most 200,000), 200,000 for a Dataset input.
+    min_length, growth: see `bucket_boundaries`.
+
+  Returns:
+    tf.data.Dataset of {"inputs": int32 [b, L], "targets": int32 [b, L]},
+    right-padded with 0, every row ending in EOS, L in
+    `bucket_lengths(max_length)` (evaluation: or the length of a single longer
+    example) and b = batch_tokens // L (fewer in the last batch of a bucket in
+    a finite pass).
+
+  Raises:
+    ValueError: training with batch_tokens < max_length (the longest bucket
+      would not fit one example).
+  """
+  if training and batch_tokens < max_length:
+    raise ValueError(f"batch_tokens={batch_tokens} must be >= max_length={max_length} so one example "
+                     "of the longest bucket fits in a batch")
+  ds = tokenize_pairs(pairs, tokenizer, input_context)
+  if cache:
+    ds = ds.cache()
+  if training:
+    ds = ds.filter(lambda ex: _example_length(ex) <= max_length)
+    if shuffle_buffer is None:
+      shuffle_buffer = (MAX_SHUFFLE_BUFFER if isinstance(pairs, tf.data.Dataset)
+                        else min(len(pairs), MAX_SHUFFLE_BUFFER))
+    ds = ds.shuffle(max(1, shuffle_buffer), seed=seed, reshuffle_each_iteration=True)
+  repeat = training if repeat is None else repeat
+  if repeat:
+    ds = ds.repeat()
+  ds = _bucket_by_length(ds, bucket_lengths(max_length, min_length, growth), batch_tokens)
+  return ds.prefetch(tf.data.AUTOTUNE)
+
+
+def make_distributed_dataset(strategy, pairs, tokenizer, **kwargs):
+  """Per-replica input for tf.distribute.
+
+  Calls `strategy.distribute_datasets_from_function` with a function that
+  builds `make_dataset(pairs, tokenizer, input_context=ctx, **kwargs)`: each
+  input pipeline reads its shard of the pairs and yields batches of
+  `batch_tokens` per replica (so a step sees batch_tokens x replicas).
+
+  Args:
+    strategy: a tf.distribute.Strategy.
+    pairs, tokenizer, **kwargs: as `make_dataset` (pass Python pairs, so every
+      worker can build its own pipeline).
+
+  Returns:
+    tf.distribute.DistributedDataset.
+  """
+  return strategy.distribute_datasets_from_function(
+      lambda input_context: make_dataset(pairs, tokenizer, input_context=input_context, **kwargs))

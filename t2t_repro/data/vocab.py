@@ -1,0 +1,188 @@
+"""Joint source+target BPE vocabulary (sentencepiece) and the in-graph tokenizer.
+
+`learn_vocab` trains one sentencepiece BPE model on source and target text
+together (the paper's shared vocabulary, §5.1). Ids follow the project
+convention: pad = 0, eos = 1, unk = 2, no bos. `get_or_learn_vocab` caches the
+model as `{cache_dir}/vocab.{problem}.{size}.model`. `Tokenizer` wraps
+`tensorflow_text.SentencepieceTokenizer`, so tokenizing runs inside tf.data,
+tf.function and an exported SavedModel.
+
+Normalization: the `identity` rule and `remove_extra_whitespaces=False`, so
+`decode(encode(x)) == x` for every line x of the training text (lines are
+already stripped by text_files). The one exception: a character that never
+occurs in the training text (coverage 1.0 keeps every one that does) becomes
+unk (id 2) because byte fallback is off, and decodes as " ⁇ " (sentencepiece's
+unk surface). Example: the German quotes "›" "‹" of one newstest2014 line are
+absent from the WMT news training years.
+"""
+
+import io
+import os
+
+import sentencepiece as spm
+import tensorflow as tf
+import tensorflow_text as tf_text
+from absl import logging
+
+from t2t_repro.data import text_files
+
+PAD_ID = 0
+EOS_ID = 1
+UNK_ID = 2
+
+
+def learn_vocab(texts, vocab_size, model_prefix, *, character_coverage=1.0,
+                input_sentence_size=10_000_000, seed=1, num_threads=16):
+  """Learns a sentencepiece BPE model and writes `{model_prefix}.model`.
+
+  Args:
+    texts: iterable of str sentences, source and target mixed (for files use
+      `text_files.iter_lines(paths)`). Empty strings are skipped.
+    vocab_size: number of pieces, including pad/eos/unk.
+    model_prefix: output path without ".model"; its folder is created.
+    character_coverage: share of characters kept as pieces (1.0: all).
+    input_sentence_size: at most this many sentences are used, sampled at
+      random (reservoir) when the corpus is larger (WMT14 En-Fr: 72M lines).
+    seed: seed of that sampling.
+    num_threads: training threads. The learned model depends on this number
+      (not on the cores), so it is fixed by default (16, sentencepiece's own
+      default): the same text gives the same vocabulary on every machine.
+
+  Returns:
+    Path of the written model (`{model_prefix}.model`), written atomically.
+
+  Raises:
+    ValueError: sentencepiece cannot learn `vocab_size` pieces from `texts`
+      (too little text) or there is no text.
+  """
+  count = [0]
+
+  def sentences():
+    for text in texts:
+      if text:
+        count[0] += 1
+        yield text
+
+  model = io.BytesIO()
+  spm.set_random_generator_seed(seed)
+  try:
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=sentences(), model_writer=model, vocab_size=vocab_size,
+        model_type="bpe", pad_id=PAD_ID, eos_id=EOS_ID, unk_id=UNK_ID, bos_id=-1,
+        normalization_rule_name="identity", remove_extra_whitespaces=False, byte_fallback=False,
+        character_coverage=character_coverage, input_sentence_size=input_sentence_size,
+        shuffle_input_sentence=True, num_threads=num_threads,
+        minloglevel=1)
+  except RuntimeError as e:
+    raise ValueError(f"sentencepiece could not learn a {vocab_size}-piece BPE vocabulary from "
+                     f"{count[0]} sentences: {e}") from None
+  path = f"{model_prefix}.model"
+  text_files.write_atomic(path, model.getvalue())
+  logging.info("Learned a %d-piece BPE vocabulary from %d sentences: %s", vocab_size, count[0], path)
+  return path
+
+
+def vocab_path(problem, vocab_size, cache_dir):
+  """`{cache_dir}/vocab.{problem.vocab_key}.{vocab_size}.model`."""
+  return os.path.join(cache_dir, f"vocab.{problem.vocab_key}.{vocab_size}.model")
+
+
+def get_or_learn_vocab(problem, vocab_size=None, cache_dir=None):
+  """Returns the cached vocabulary of `problem`, learning it first if needed.
+
+  Learned on both sides of `problem.text_pairs("train")`.
+
+  Args:
+    problem: a `problems.Problem`.
+    vocab_size: pieces; None means `problem.vocab_size_default`.
+    cache_dir: folder of the cache; None means `problem.data_dir`.
+
+  Returns:
+    Path of the sentencepiece model.
+
+  Raises:
+    ValueError: no cache_dir and no problem.data_dir.
+    the errors of `Problem.text_pairs` and `learn_vocab`.
+  """
+  vocab_size = vocab_size or problem.vocab_size_default
+  cache_dir = cache_dir or problem.data_dir
+  if cache_dir is None:
+    raise ValueError(f"{problem.name}: no folder for the vocabulary cache: give cache_dir "
+                     "(--vocab_dir) or a data dir")
+  path = vocab_path(problem, vocab_size, cache_dir)
+  if os.path.exists(path):
+    return path
+  pairs = problem.text_pairs("train").pairs
+  return learn_vocab((text for pair in pairs for text in pair), vocab_size, path[:-len(".model")])
+
+
+class Tokenizer(tf.Module):
+  """In-graph sentencepiece tokenizer with the project's ids (pad 0, eos 1, unk 2).
+
+  A `tf.Module`, so it can be attached to a module that is exported as a
+  SavedModel; usable in eager code, tf.function and tf.data.
+  """
+
+  def __init__(self, model_proto, name=None):
+    """Args: model_proto: bytes of a sentencepiece model learned by `learn_vocab`.
+
+    Raises:
+      ValueError: the model's special ids are not pad 0, eos 1, unk 2, no bos.
+    """
+    super().__init__(name=name)
+    processor = spm.SentencePieceProcessor(model_proto=model_proto)
+    ids = (processor.pad_id(), processor.eos_id(), processor.unk_id(), processor.bos_id())
+    if ids != (PAD_ID, EOS_ID, UNK_ID, -1):
+      raise ValueError(f"sentencepiece model has pad/eos/unk/bos ids {ids}; this project needs "
+                       f"({PAD_ID}, {EOS_ID}, {UNK_ID}, -1): learn it with vocab.learn_vocab")
+    self._model_proto = model_proto
+    self._vocab_size = processor.get_piece_size()
+    self._sp = tf_text.SentencepieceTokenizer(model=model_proto, out_type=tf.int32, add_eos=True)
+
+  @classmethod
+  def from_file(cls, path):
+    """Loads a `.model` file (local path or any tf.io.gfile URL)."""
+    with tf.io.gfile.GFile(path, "rb") as f:
+      return cls(f.read())
+
+  @property
+  def vocab_size(self):
+    """Number of pieces [int], the model's embedding rows."""
+    return self._vocab_size
+
+  @property
+  def model_proto(self):
+    """The serialized sentencepiece model (bytes), e.g. to write `vocab.model` in a model dir."""
+    return self._model_proto
+
+  def save(self, path):
+    """Writes the model (atomically) to `path`, e.g. `{model_dir}/vocab.model`."""
+    text_files.write_atomic(path, self._model_proto)
+
+  def encode(self, texts):
+    """Tokenizes text; every sequence ends with EOS (1).
+
+    Args:
+      texts: tf.string scalar or [batch] (or a str / list of str).
+
+    Returns:
+      scalar input: int32 Tensor [len]; [batch] input: int32 RaggedTensor
+      [batch, (len)].
+    """
+    return self._sp.tokenize(texts)
+
+  def decode(self, ids):
+    """Turns ids back into text, stopping at the first EOS and skipping pad (0).
+
+    Args:
+      ids: int32 [len] or [batch, len] Tensor, or RaggedTensor [batch, (len)].
+
+    Returns:
+      tf.string scalar for [len], [batch] for [batch, len].
+    """
+    if isinstance(ids, tf.RaggedTensor):
+      ids = ids.to_tensor(default_value=PAD_ID)
+    ids = tf.cast(ids, tf.int32)
+    is_eos = tf.cast(tf.equal(ids, EOS_ID), tf.int32)
+    before_eos = tf.equal(tf.cumsum(is_eos, axis=-1), 0)
+    return self._sp.detokenize(tf.ragged.boolean_mask(ids, before_eos & tf.not_equal(ids, PAD_ID)))

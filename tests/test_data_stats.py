@@ -1,0 +1,28 @@
+"""Tests for `python -m t2t_repro.data.stats` (the command end to end, on real files)."""
+
+import os
+import re
+import subprocess
+import sys
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_stats_command_on_parallel_text(shared_data_dir, tmp_path):
+  news = os.path.join(shared_data_dir, "wmt_news_other_years")
+  result = subprocess.run(
+      [sys.executable, "-m", "t2t_repro.data.stats", "--problem=parallel_text",
+       f"--train_src={news}/newstest2016.en", f"--train_tgt={news}/newstest2016.de",
+       f"--dev_src={news}/newstest2015.en", f"--dev_tgt={news}/newstest2015.de",
+       "--vocab_size=1000", f"--vocab_dir={tmp_path}", "--batch_tokens=2048",
+       "--throughput_epochs=1"],
+      cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False)
+  assert result.returncode == 0, result.stderr
+  out = result.stdout
+  assert "(1000 pieces)" in out and "batch_tokens 2048 per replica, max_length 256, 42 buckets" in out
+  rows = {m.group(1): m.groups()[1:] for m in re.finditer(
+      r"^(train|dev)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([\d.]+)$", out, re.M)}
+  assert rows["train"][0] == "2999" and rows["dev"][0] == "2169"  # pairs
+  assert all(0.8 < float(row[-1]) <= 1.0 for row in rows.values())  # padding efficiency
+  assert re.search(r"throughput, training pipeline: first epoch [\d,]+ tokens/s", out)
+  assert len([f for f in os.listdir(tmp_path) if f.endswith(".1000.model")]) == 1
