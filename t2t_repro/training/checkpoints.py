@@ -1,0 +1,83 @@
+"""Loading a trained model directory for inference (translate, export, averaging, plots).
+
+Model directory layout (docs/DESIGN.md): `hparams.json` (HParams.to_json()),
+`vocab.model` (sentencepiece), checkpoints `ckpt-N.index` / `ckpt-N.data-*` and the
+`checkpoint` state file of a `tf.train.CheckpointManager` over
+`tf.train.Checkpoint(model=..., optimizer=..., [step=...])`.
+"""
+
+import json
+import os
+
+import tensorflow as tf
+
+from t2t_repro.data.vocab import Tokenizer
+from t2t_repro.hparams import HParams
+from t2t_repro.model.transformer import Transformer
+
+
+def _unrestored(model):
+  return [w.path for w in model.weights if bool(tf.reduce_any(tf.math.is_nan(w)))]
+
+
+def restore_weights(model, checkpoint_path):
+  """Restores a model's weights (not the optimizer) and checks that every one was.
+
+  Every weight is first set to NaN, then `tf.train.Checkpoint(model=model)` reads
+  the checkpoint; a weight still NaN was not in it (e.g. a layer unreachable by the
+  checkpoint graph) and raises instead of silently keeping a random value.
+
+  Args:
+    model: a built `Transformer`.
+    checkpoint_path: checkpoint prefix, e.g. `{model_dir}/ckpt-1000`.
+
+  Raises:
+    ValueError: shapes differ from the checkpoint's (other hparams), or some
+      weights are not in the checkpoint (or are NaN there).
+  """
+  for weight in model.weights:
+    weight.assign(tf.fill(weight.shape, float("nan")))
+  try:
+    tf.train.Checkpoint(model=model).restore(checkpoint_path).expect_partial()
+  except (ValueError, tf.errors.InvalidArgumentError) as e:
+    raise ValueError(f"checkpoint {checkpoint_path} does not fit this model: {e}") from None
+  missing = _unrestored(model)
+  if missing:
+    raise ValueError(f"checkpoint {checkpoint_path} lacks {len(missing)} of the model's "
+                     f"{len(model.weights)} weights (or holds NaN), e.g. {missing[0]}")
+
+
+def load_for_inference(model_dir, checkpoint_path=None):
+  """Builds the model of `model_dir` and restores its weights (no optimizer).
+
+  Args:
+    model_dir: a model directory (see the module docstring).
+    checkpoint_path: a checkpoint prefix such as `{model_dir}/ckpt-1000`; None
+      means the latest one of `model_dir`.
+
+  Returns:
+    (model: `Transformer` with restored weights, hparams: `HParams`,
+     tokenizer: `data.vocab.Tokenizer` of `{model_dir}/vocab.model`).
+
+  Raises:
+    FileNotFoundError: hparams.json, vocab.model or the checkpoint is missing.
+    ValueError: hparams.json is invalid, or the checkpoint does not hold every
+      weight of this model (wrong model dir or hparams), see `restore_weights`.
+  """
+  hparams_path = os.path.join(model_dir, "hparams.json")
+  vocab_path = os.path.join(model_dir, "vocab.model")
+  for path in (hparams_path, vocab_path):
+    if not tf.io.gfile.exists(path):
+      raise FileNotFoundError(f"{path} does not exist (is {model_dir} a model dir?)")
+  with tf.io.gfile.GFile(hparams_path) as f:
+    hparams = HParams.from_dict(json.load(f), origin=hparams_path)
+  tokenizer = Tokenizer.from_file(vocab_path)
+  if checkpoint_path is None:
+    checkpoint_path = tf.train.latest_checkpoint(model_dir)
+    if checkpoint_path is None:
+      raise FileNotFoundError(f"no checkpoint in {model_dir} (no 'checkpoint' state file)")
+  elif not tf.io.gfile.exists(f"{checkpoint_path}.index"):
+    raise FileNotFoundError(f"checkpoint {checkpoint_path} does not exist (no .index file)")
+  model = Transformer.from_hparams(hparams)
+  restore_weights(model, checkpoint_path)
+  return model, hparams, tokenizer

@@ -1,0 +1,59 @@
+"""Builds a tiny, random but complete model directory for the decoding/serving tests.
+
+Layout as written by the trainer (docs/DESIGN.md): hparams.json, flags.json,
+vocab.model (a 1000-piece BPE learned on real Multi30k lines) and two checkpoints
+(ckpt-5, ckpt-7 with different weights) of tf.train.Checkpoint(model, optimizer, step)
+managed by a CheckpointManager. Built once per test process.
+"""
+
+import json
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from t2t_repro.data import vocab
+from t2t_repro.hparams import get_hparams
+from t2t_repro.model.transformer import Transformer
+
+VOCAB_SIZE = 1000
+HPARAMS = (f"vocab_size={VOCAB_SIZE},num_layers=2,d_model=32,d_ff=64,num_heads=4,dropout=0.0,"
+           "beam_size=3,alpha=0.6,decode_extra_length=4,checkpoint_average=2")
+_BUILT = {}
+
+
+def read_lines(path, count):
+  with open(path, encoding="utf-8") as f:
+    return [next(f).strip() for _ in range(count)]
+
+
+def make_model_dir(path, data_dir, train_lines=3000):
+  """Writes the model dir at `path` (once per process) and returns `path`."""
+  path = str(path)
+  if path in _BUILT:
+    return path
+  os.makedirs(path, exist_ok=True)
+  texts = (read_lines(os.path.join(data_dir, "multi30k", "train.en"), train_lines)
+           + read_lines(os.path.join(data_dir, "multi30k", "train.de"), train_lines))
+  vocab.learn_vocab(texts, VOCAB_SIZE, os.path.join(path, "vocab"), num_threads=1)
+  keras.utils.set_random_seed(11)
+  hparams = get_hparams("tiny", HPARAMS)
+  with open(os.path.join(path, "hparams.json"), "w", encoding="utf-8") as f:
+    f.write(hparams.to_json())
+  with open(os.path.join(path, "flags.json"), "w", encoding="utf-8") as f:
+    json.dump({"hparams": "tiny", "hparams_override": HPARAMS}, f)
+  model = Transformer.from_hparams(hparams)
+  optimizer = keras.optimizers.Adam()
+  optimizer.build(model.trainable_variables)
+  step = tf.Variable(0, dtype=tf.int64)
+  manager = tf.train.CheckpointManager(
+      tf.train.Checkpoint(model=model, optimizer=optimizer, step=step), path, max_to_keep=5)
+  rng = np.random.RandomState(0)
+  for number in (5, 7):
+    step.assign(number)
+    for v in model.trainable_variables:  # different weights in each checkpoint
+      v.assign(v + 0.05 * rng.standard_normal(v.shape).astype(np.float32))
+    manager.save(checkpoint_number=number)
+  _BUILT[path] = True
+  return path

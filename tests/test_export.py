@@ -1,0 +1,69 @@
+"""The exported SavedModel translates raw text in a fresh TensorFlow-only process,
+exactly as the translate CLI does."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from model_dir_util import make_model_dir
+from t2t_repro import export
+
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Runs in a fresh interpreter: only tensorflow and tensorflow_text are imported.
+_LOAD_AND_TRANSLATE = r"""
+import json, sys
+import tensorflow as tf
+import tensorflow_text  # registers the sentencepiece ops
+export_dir, lines = sys.argv[1], json.loads(sys.stdin.read())
+loaded = tf.saved_model.load(export_dir)
+out = loaded.signatures["serving_default"](sentences=tf.constant(lines))
+ids = loaded.signatures["translate_ids"](inputs=tf.constant([[25, 40, 1], [7, 1, 0]], tf.int32))
+# The TF1 session loader (as TensorFlow Serving and saved_model_cli load a SavedModel).
+with tf.Graph().as_default(), tf.compat.v1.Session() as sess:
+  meta = tf.compat.v1.saved_model.loader.load(sess, ["serve"], export_dir)
+  sig = meta.signature_def["serving_default"]
+  v1 = sess.run(sig.outputs["translations"].name, {sig.inputs["sentences"].name: lines})
+assert not any(m.startswith("t2t_repro") for m in sys.modules), "t2t_repro was imported"
+print(json.dumps({"translations": [t.decode("utf-8") for t in out["translations"].numpy()],
+                  "v1_translations": [t.decode("utf-8") for t in v1],
+                  "scores": out["scores"].numpy().tolist(),
+                  "ids_shape": ids["ids"].shape.as_list(), "ids_scores": ids["scores"].numpy().tolist()}))
+"""
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, shared_data_dir):
+  return make_model_dir(tmp_path_factory.getbasetemp() / "tiny_model_dir", shared_data_dir)
+
+
+def test_saved_model_equals_translate_cli(tmp_path, model_dir, shared_data_dir):
+  with open(os.path.join(shared_data_dir, "wmt14", "newstest2014-full.en-de.en"), encoding="utf-8") as f:
+    lines = [next(f).rstrip("\n")[:60] for _ in range(5)]
+  lines.insert(2, "")
+  export_dir = str(tmp_path / "export" / "1")
+  export.export_model(model_dir, export_dir)
+  assert os.path.exists(os.path.join(export_dir, "saved_model.pb"))
+  with pytest.raises(FileExistsError):
+    export.export_model(model_dir, export_dir)
+
+  cli = subprocess.run(
+      [sys.executable, "-m", "t2t_repro.translate", f"--model_dir={model_dir}", "--noprogress",
+       "--batch_tokens=30"], input="".join(line + "\n" for line in lines),
+      cwd=_REPO, capture_output=True, text=True, timeout=300, check=False)
+  assert cli.returncode == 0, cli.stderr[-3000:]
+  cli_lines = cli.stdout.splitlines()
+
+  served = subprocess.run(
+      [sys.executable, "-c", _LOAD_AND_TRANSLATE, export_dir], input=json.dumps(lines),
+      cwd=str(tmp_path), capture_output=True, text=True, timeout=300, check=False)
+  assert served.returncode == 0, served.stderr[-3000:]
+  result = json.loads(served.stdout.strip().splitlines()[-1])
+  assert result["translations"] == cli_lines
+  assert result["v1_translations"] == cli_lines
+  assert len(cli_lines) == 6 and cli_lines[2] == "" and result["scores"][2] == 0.0
+  assert all(cli_lines[i] for i in (0, 1, 3, 4, 5))
+  assert result["ids_shape"][0] == 2 and len(result["ids_scores"]) == 2

@@ -1,0 +1,116 @@
+"""Tests for load_for_inference and t2t_repro.translate (API and CLI) on a tiny random model dir."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from model_dir_util import make_model_dir
+from t2t_repro import translate
+from t2t_repro.model.transformer import Transformer
+from t2t_repro.training.checkpoints import load_for_inference, restore_weights
+
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, shared_data_dir):
+  return make_model_dir(tmp_path_factory.getbasetemp() / "tiny_model_dir", shared_data_dir)
+
+
+@pytest.fixture(scope="module")
+def loaded(model_dir):
+  return load_for_inference(model_dir)
+
+
+@pytest.fixture(scope="module")
+def news_lines(shared_data_dir):
+  with open(os.path.join(shared_data_dir, "wmt14", "newstest2014-full.en-de.en"), encoding="utf-8") as f:
+    lines = [next(f).rstrip("\n") for _ in range(6)]
+  lines = [line[:80] for line in lines]  # keep the decoding short
+  return [lines[0], "", lines[1], "   ", lines[2], "Ja.", lines[3], lines[4], lines[5]]
+
+
+def test_load_for_inference_restores_weights(model_dir, loaded):
+  model, hparams, tokenizer = loaded
+  assert hparams.vocab_size == tokenizer.vocab_size == 1000 and hparams.beam_size == 3
+  reader = tf.train.load_checkpoint(os.path.join(model_dir, "ckpt-7"))
+  names = [name for name, _ in tf.train.list_variables(os.path.join(model_dir, "ckpt-7"))]
+  key = next(n for n in names if n.startswith("model/") and "embedding" in n)
+  np.testing.assert_array_equal(reader.get_tensor(key), model.embedding.embeddings.numpy())
+  older, _, _ = load_for_inference(model_dir, os.path.join(model_dir, "ckpt-5"))
+  assert not np.array_equal(older.embedding.embeddings.numpy(), model.embedding.embeddings.numpy())
+  with pytest.raises(FileNotFoundError, match="ckpt-99"):
+    load_for_inference(model_dir, os.path.join(model_dir, "ckpt-99"))
+  with pytest.raises(FileNotFoundError, match="hparams.json"):
+    load_for_inference(os.path.join(model_dir, "nowhere"))
+
+
+def test_restore_weights_checks_every_weight(tmp_path, loaded):
+  model, hparams, _ = loaded
+  only_step = tf.train.Checkpoint(step=tf.Variable(3)).write(str(tmp_path / "only_step"))
+  with pytest.raises(ValueError, match="lacks 61 of the model's 61 weights"):
+    restore_weights(Transformer.from_hparams(hparams), only_step)
+  other = Transformer.from_hparams(hparams.replace(d_model=16, num_heads=2))
+  path = tf.train.Checkpoint(model=other).write(str(tmp_path / "other"))
+  with pytest.raises(ValueError, match="does not fit"):
+    restore_weights(Transformer.from_hparams(hparams), path)
+  # A model-only checkpoint (as tools/average_checkpoints.py writes) round-trips.
+  path = tf.train.Checkpoint(model=model).write(str(tmp_path / "same"))
+  fresh = Transformer.from_hparams(hparams)
+  restore_weights(fresh, path)
+  for a, b in zip(fresh.weights, model.weights):
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_make_batches():
+  lengths = [5, 1, 9, 3, 3, 20, 2]
+  batches = translate.make_batches(lengths, batch_tokens=10)
+  assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+  flat = [lengths[i] for b in batches for i in b]
+  assert flat == sorted(flat)
+  for b in batches:
+    assert len(b) == 1 or len(b) * max(lengths[i] for i in b) <= 10
+  assert [5] in batches  # longer than the budget: alone
+
+
+def test_translate_lines_order_blank_and_batching(loaded, news_lines):
+  model, hparams, tokenizer = loaded
+  kwargs = dict(beam_size=hparams.beam_size, alpha=hparams.alpha,
+                decode_extra_length=hparams.decode_extra_length)
+  one_batch = translate.translate_lines(model, tokenizer, news_lines, batch_tokens=100000, **kwargs)
+  small = translate.translate_lines(model, tokenizer, news_lines, batch_tokens=40, **kwargs)
+  assert small == one_batch and len(one_batch) == len(news_lines)
+  assert one_batch[1] == "" and one_batch[3] == ""
+  assert all(one_batch[i] for i in (0, 2, 4, 5, 6, 7, 8))
+  # Input order: each line alone gives the same translation.
+  for i in (0, 5):
+    assert translate.translate_lines(model, tokenizer, [news_lines[i]], **kwargs) == [one_batch[i]]
+  nbest = translate.translate_lines_nbest(model, tokenizer, news_lines, n_best=3, **kwargs)
+  assert [hyps[0][1] for hyps in nbest] == one_batch
+  assert nbest[1] == [(0.0, "")]
+  assert len(nbest[0]) == 3 and nbest[0][0][0] >= nbest[0][1][0] >= nbest[0][2][0]
+
+
+def test_cli_nbest_and_evaluate(tmp_path, model_dir, loaded, news_lines):
+  model, hparams, tokenizer = loaded
+  src, out, ref = tmp_path / "src.en", tmp_path / "out.txt", tmp_path / "ref.de"
+  src.write_text("".join(line + "\n" for line in news_lines), encoding="utf-8")
+  ref.write_text("".join(line + "\n" for line in news_lines), encoding="utf-8")
+  result = subprocess.run(
+      [sys.executable, "-m", "t2t_repro.translate", f"--model_dir={model_dir}",
+       f"--input_file={src}", f"--output_file={out}", "--n_best=2", "--batch_tokens=50",
+       "--noprogress", "--evaluate", f"--ref={ref}"],
+      cwd=_REPO, capture_output=True, text=True, timeout=300, check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  rows = [line.split("\t") for line in out.read_text(encoding="utf-8").splitlines()]
+  expected = translate.translate_lines_nbest(
+      model, tokenizer, news_lines, beam_size=hparams.beam_size, alpha=hparams.alpha, n_best=2,
+      decode_extra_length=hparams.decode_extra_length)
+  assert rows == [l.split("\t") for l in translate.format_nbest(expected)]
+  assert [r[0] for r in rows] == ["0", "0", "1", "2", "2", "3", "4", "4", "5", "5", "6", "6", "7",
+                                  "7", "8", "8"]
+  assert "sacreBLEU" in result.stdout and "chrF" in result.stdout
