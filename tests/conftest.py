@@ -1,5 +1,6 @@
 """Shared pytest fixtures."""
 
+import importlib.util
 import os
 
 import pytest
@@ -23,3 +24,28 @@ def shared_data_dir():
   if not os.path.isdir(path):
     pytest.skip(f"real data folder {path} is absent (set T2T_DATA_DIR to a copy of shared/data)")
   return path
+
+
+@pytest.fixture(name="ptb_dir")
+def fixture_ptb_dir(shared_data_dir):
+  """shared/data/ptb_sample/combined; skips when absent."""
+  path = os.path.join(shared_data_dir, "ptb_sample", "combined")
+  if not os.path.isdir(path):
+    pytest.skip(f"PTB sample {path} is absent")
+  return path
+
+
+def tool_path(name):
+  """Path of the command-line tool tools/NAME.py."""
+  return os.path.join(_REPO_ROOT, "tools", f"{name}.py")
+
+
+@pytest.fixture(scope="session")
+def load_tool():
+  """Returns a function that imports tools/NAME.py as a module (tools/ is not a package)."""
+  def load(name):
+    spec = importlib.util.spec_from_file_location(name, tool_path(name))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+  return load

@@ -1,6 +1,5 @@
 """tools/average_checkpoints.py: element-wise mean of model weights, usable output model dir."""
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -12,17 +11,11 @@ import tensorflow as tf
 
 from model_dir_util import make_model_dir
 from t2t_repro import translate
+from conftest import tool_path
 from t2t_repro.training.checkpoints import load_for_inference
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_TOOL = os.path.join(_REPO, "tools", "average_checkpoints.py")
-
-
-def _load_tool():
-  spec = importlib.util.spec_from_file_location("average_checkpoints", _TOOL)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
+_TOOL = tool_path("average_checkpoints")
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +23,8 @@ def model_dir(tmp_path_factory, shared_data_dir):
   return make_model_dir(tmp_path_factory.getbasetemp() / "tiny_model_dir", shared_data_dir)
 
 
-def test_average_of_two_is_elementwise_mean(tmp_path, model_dir):
-  tool = _load_tool()
+def test_average_of_two_is_elementwise_mean(tmp_path, model_dir, load_tool):
+  tool = load_tool("average_checkpoints")
   assert tool.last_checkpoints(model_dir, 2) == [os.path.join(model_dir, "ckpt-5"),
                                                   os.path.join(model_dir, "ckpt-7")]
   assert tool.checkpoint_step(os.path.join(model_dir, "ckpt-5")) == 5
@@ -64,8 +57,8 @@ def test_average_of_two_is_elementwise_mean(tmp_path, model_dir):
   assert out[0] and out[1] == ""
 
 
-def test_refuses_to_overwrite(tmp_path, model_dir):
-  tool = _load_tool()
+def test_refuses_to_overwrite(tmp_path, model_dir, load_tool):
+  tool = load_tool("average_checkpoints")
   checkpoints = [os.path.join(model_dir, "ckpt-5"), os.path.join(model_dir, "ckpt-7")]
   with pytest.raises(ValueError, match="source folder"):
     tool.average_checkpoints(checkpoints, model_dir)

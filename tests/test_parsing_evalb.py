@@ -2,7 +2,6 @@
 
 import dataclasses
 import functools
-import importlib.util
 import json
 import os
 import subprocess
@@ -11,20 +10,13 @@ import sys
 import nltk
 import pytest
 
+from conftest import tool_path
 from t2t_repro.parsing import evalb
 from t2t_repro.parsing import trees
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PARSE_TOOL = os.path.join(REPO, "tools", "parse.py")
+PARSE_TOOL = tool_path("parse")
 
 
-@pytest.fixture(name="ptb_dir")
-def fixture_ptb_dir(shared_data_dir):
-  """shared/data/ptb_sample/combined (the fixture is in conftest.py)."""
-  path = os.path.join(shared_data_dir, "ptb_sample", "combined")
-  if not os.path.isdir(path):
-    pytest.skip(f"PTB sample {path} is absent")
-  return path
 
 
 def _t(text):
@@ -272,16 +264,8 @@ def test_real_placeholder_tags_need_restoring(ptb_dir):
 # ---------------------------------------------------------------- the tool
 
 
-@functools.lru_cache(maxsize=1)
-def _parse_tool():
-  spec = importlib.util.spec_from_file_location("parse_tool", PARSE_TOOL)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
-
-
-def test_tool_prepare_delinearize_evaluate(ptb_dir, tmp_path):
-  tool = _parse_tool()
+def test_tool_prepare_delinearize_evaluate(ptb_dir, tmp_path, load_tool):
+  tool = load_tool("parse")
   out = str(tmp_path)
   stats = tool.prepare(ptb_dir, out, splits={"train": (1, 3), "dev": (4, 4),
                                              "test": (5, 5)})

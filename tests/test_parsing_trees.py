@@ -10,13 +10,6 @@ from t2t_repro.parsing import trees
 
 
 
-@pytest.fixture(name="ptb_dir")
-def fixture_ptb_dir(shared_data_dir):
-  """shared/data/ptb_sample/combined (the fixture is in conftest.py)."""
-  path = os.path.join(shared_data_dir, "ptb_sample", "combined")
-  if not os.path.isdir(path):
-    pytest.skip(f"PTB sample {path} is absent")
-  return path
 
 
 @functools.lru_cache(maxsize=1)

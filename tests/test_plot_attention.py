@@ -1,6 +1,5 @@
 """tools/plot_attention.py writes the three heatmaps as PNG files."""
 
-import importlib.util
 import os
 
 import pytest
@@ -8,17 +7,12 @@ import pytest
 from model_dir_util import make_model_dir
 from t2t_repro.training.checkpoints import load_for_inference
 
-_TOOL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools",
-                     "plot_attention.py")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture(scope="module")
-def tool():
-  spec = importlib.util.spec_from_file_location("plot_attention", _TOOL)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
+def tool(load_tool):
+  return load_tool("plot_attention")
 
 
 @pytest.fixture(scope="module")
