@@ -1,0 +1,98 @@
+"""The hparam registry: paper values, typed overrides, errors that name the problem."""
+
+import json
+
+import pytest
+
+from t2t_repro.hparams import get_hparams, list_hparams, parse_overrides
+
+
+def test_base_is_the_paper():
+  hp = get_hparams("base")
+  assert (hp.num_layers, hp.d_model, hp.d_ff, hp.num_heads, hp.key_dim, hp.value_dim) == \
+      (6, 512, 2048, 8, 64, 64)
+  assert (hp.dropout, hp.label_smoothing, hp.vocab_size, hp.norm_type) == (0.1, 0.1, 37000, "post")
+  assert (hp.adam_beta1, hp.adam_beta2, hp.adam_epsilon) == (0.9, 0.98, 1e-9)
+  assert (hp.learning_rate, hp.warmup_steps, hp.train_steps) == (1.0, 4000, 100000)
+  assert hp.batch_tokens * 8 == 25000 and hp.checkpoint_average == 5
+  assert (hp.beam_size, hp.alpha, hp.decode_extra_length) == (4, 0.6, 50)
+  assert (hp.attention_dropout, hp.relu_dropout) == (0.0, 0.0)
+
+
+def test_big_and_enfr():
+  big = get_hparams("big")
+  assert (big.d_model, big.d_ff, big.num_heads, big.dropout, big.train_steps, big.checkpoint_average) == \
+      (1024, 4096, 16, 0.3, 300000, 20)
+  enfr = get_hparams("big_enfr")
+  assert (enfr.dropout, enfr.vocab_size, enfr.d_model) == (0.1, 32000, 1024)
+
+
+def test_t2t_base_is_separate_and_differs_only_where_t2t_does():
+  paper, t2t = get_hparams("base").to_dict(), get_hparams("t2t_base").to_dict()
+  changed = {k for k in paper if paper[k] != t2t[k]} - {"description"}
+  assert changed == {"norm_type", "adam_beta2", "warmup_steps", "learning_rate", "attention_dropout",
+                     "relu_dropout", "vocab_size", "decode_extra_length"}
+  assert (t2t["norm_type"], t2t["adam_beta2"], t2t["warmup_steps"], t2t["learning_rate"]) == \
+      ("pre", 0.997, 8000, 2.0)
+
+
+@pytest.mark.parametrize("name,field,value", [
+    ("base_a_heads1", "key_dim", 512), ("base_a_heads4", "key_dim", 128),
+    ("base_a_heads16", "key_dim", 32), ("base_a_heads32", "value_dim", 16),
+    ("base_b_dk16", "key_dim", 16), ("base_b_dk32", "key_dim", 32),
+    ("base_c_layers2", "num_layers", 2), ("base_c_layers8", "num_layers", 8),
+    ("base_c_dmodel256", "key_dim", 32), ("base_c_dmodel1024", "key_dim", 128),
+    ("base_c_dff1024", "d_ff", 1024), ("base_c_dff4096", "d_ff", 4096),
+    ("base_d_dropout0", "dropout", 0.0), ("base_d_dropout02", "dropout", 0.2),
+    ("base_d_ls0", "label_smoothing", 0.0), ("base_d_ls02", "label_smoothing", 0.2),
+    ("base_e_learned_pos", "position_encoding", "learned"),
+])
+def test_table3_rows(name, field, value):
+  assert getattr(get_hparams(name), field) == value
+  assert get_hparams(name).value_dim == (64 if name.startswith("base_b") else get_hparams(name).key_dim)
+
+
+def test_parsing_set_is_section_6_3():
+  hp = get_hparams("parsing")
+  assert (hp.num_layers, hp.d_model, hp.beam_size, hp.alpha, hp.decode_extra_length) == \
+      (4, 1024, 21, 0.3, 300)
+
+
+def test_every_registered_set_resolves():
+  names = list_hparams()
+  assert {"base", "big", "big_enfr", "t2t_base", "parsing", "parsing_small", "small", "tiny"} <= set(names)
+  for name in names:
+    get_hparams(name)
+
+
+def test_overrides_are_typed():
+  hp = get_hparams("base", "dropout=0.3, num_layers=4,norm_type=pre")
+  assert (hp.dropout, hp.num_layers, hp.norm_type) == (0.3, 4, "pre")
+  assert isinstance(hp.num_layers, int)
+  assert parse_overrides("adam_epsilon=1e-8") == {"adam_epsilon": 1e-8}
+
+
+@pytest.mark.parametrize("overrides,message", [
+    ("dropuot=0.3", "unknown hparam 'dropuot'; valid hparams are: adam_beta1"),
+    ("num_layers=four", "num_layers='four' is not a valid int"),
+    ("dropout", "is not of the form key=value"),
+    ("norm_type=sideways", "norm_type='sideways' is not one of"),
+    ("dropout=1.5", "dropout must be in [0, 1)"),
+    ("num_heads=3", "not divisible by num_heads=3"),
+])
+def test_bad_overrides_name_the_problem(overrides, message):
+  with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")):
+    get_hparams("base", overrides)
+
+
+def test_json_file_with_parent(tmp_path):
+  path = tmp_path / "mine.json"
+  path.write_text(json.dumps({"parent": "big", "dropout": 0.2}))
+  hp = get_hparams(str(path))
+  assert (hp.d_model, hp.dropout) == (1024, 0.2)
+  bad = tmp_path / "bad.json"
+  bad.write_text('{"parent": "base",\n "dropout": }')
+  with pytest.raises(ValueError, match=r"bad.json: invalid JSON at line 2"):
+    get_hparams(str(bad))
+  with pytest.raises(ValueError, match="unknown hparam set 'nope'; registered sets are: base"):
+    get_hparams("nope")
