@@ -59,7 +59,8 @@ def test_tiny_learns_on_real_multi30k(multi30k_slice, tmp_path):
   model_dir = tmp_path / "model"
   result = subprocess.run(
       _command(multi30k_slice, model_dir, "--train_steps=300", "--eval_every_steps=300",
-               "--dev_bleu_lines=0", "--test_bleu_lines=0", "--save_checkpoints_steps=0"),
+               "--dev_bleu_lines=20", "--test_bleu_lines=20", "--save_checkpoints_steps=0",
+               f"--test_src={multi30k_slice / 'dev.en'}", f"--test_tgt={multi30k_slice / 'dev.de'}"),
       capture_output=True, text=True, timeout=900, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
   output = result.stdout + result.stderr
   assert result.returncode == 0, output[-3000:]
@@ -68,6 +69,13 @@ def test_tiny_learns_on_real_multi30k(multi30k_slice, tmp_path):
   assert losses[0] > 7.0  # about ln(2000) = 7.6 before training
   assert losses[300] < losses[0] - 2.0, losses
   assert _latest_step(model_dir) == 300
+  # The periodic dev BLEU (beam search on 20 dev lines) and the final test BLEU ran.
+  dev_bleu = re.search(r"dev step 300: .* BLEU ([\d.]+) \(sacreBLEU, first 20 dev lines\)", output)
+  test_bleu = re.search(r"test \(parallel_text, first 20 lines, beam 4, alpha 0.6\):\n"
+                        r"sacreBLEU \(primary[^)]*\): ([\d.]+)", output)
+  assert dev_bleu and test_bleu, output[-2000:]
+  assert 0.0 <= float(dev_bleu.group(1)) <= 100.0
+  assert float(test_bleu.group(1)) == pytest.approx(float(dev_bleu.group(1)), abs=0.01)  # same lines
   for name in ("hparams.json", "flags.json", "vocab.model"):
     assert (model_dir / name).exists()
   assert os.listdir(model_dir / "train") and os.listdir(model_dir / "dev")  # TensorBoard events
