@@ -1,6 +1,6 @@
-r"""English constituency parsing data and scoring (Vaswani et al. 2017 §6.3).
+r"""English constituency parsing (Vaswani et al. 2017 §6.3): data, training, decoding, EVALB.
 
-Three modes:
+Five modes:
 
   # (a) Penn Treebank sample -> parallel text for the `parallel_text` problem
   python tools/parse.py --mode=prepare \
@@ -10,61 +10,127 @@ Three modes:
   0180-0199): {split}.src (words, one sentence a line), {split}.tgt
   (linearized trees, Vinyals et al. 2015), {split}.tree (cleaned gold trees,
   one a line, POS tags kept: the gold file for --mode=evaluate); plus
-  symbols.txt (bracket tokens of the train split, one a line: sentencepiece
-  user_defined_symbols) and stats.json (the statistics printed).
-
-  # (c) model outputs -> trees
-  python tools/parse.py --mode=delinearize --source=/tmp/ptb/test.src \
-      --predictions=pred.tgt --output=trees.txt
+  symbols.txt (bracket tokens of the train split, one a line) and stats.json
+  (the statistics printed).
 
   # (b) EVALB scores of bracketed trees (one a line)
   python tools/parse.py --mode=evaluate --gold=/tmp/ptb/test.tree \
       --test=trees.txt [--prm=.../evalb/COLLINS.prm]
 
-Training and decoding are not part of this tool yet. The §6.3 pipeline is:
-prepare -> train on {train,dev}.{src,tgt} with the project's trainer ->
-decode test.src (beam 21, alpha 0.3) into pred.tgt -> delinearize ->
-evaluate. The decode step only has to produce one target line per source
-line; ``delinearize_files`` and ``evaluate_files`` below are the functions
-to call after it.
+  # (c) model outputs -> trees
+  python tools/parse.py --mode=delinearize --source=/tmp/ptb/test.src \
+      --predictions=pred.tgt --output=trees.txt
+
+  # (d) everything, end to end: prepare -> bracket-aware vocabulary ->
+  #     train (python -m t2t_repro.train, a subprocess) -> decode dev and
+  #     test (beam 21, alpha 0.3, input + 300) -> delinearize -> EVALB
+  python tools/parse.py --mode=train \
+      --ptb_dir=/work/shared/data/ptb_sample/combined --model_dir=runs/parse \
+      [--hparams=parsing_small] [--hparams_override=k=v,...] \
+      [--train_minutes=48] [--train_steps=N]
+
+  # (e) decode and score an existing model dir (data from --mode=train)
+  python tools/parse.py --mode=decode --model_dir=runs/parse \
+      [--decode_splits=dev,test] [--beam_size=21] [--alpha=0.3] \
+      [--decode_extra_length=300]
+
+--mode=train writes into --model_dir: data/ (the output of prepare),
+vocab.model (see `learn_bracket_vocab`: every bracket token of the train split
+and XX is one piece), the trainer's files, and decode/{split}.pred.tgt
+(model outputs), decode/{split}.pred.tree (delinearized, repaired trees), and
+parse_scores.json (EVALB summaries per split, well-formed counts, decoding
+settings and wall times, the training command and its wall time).
 """
 
+import io
 import json
 import os
+import subprocess
 import sys
+import time
 
-from absl import app
-from absl import flags
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from t2t_repro.parsing import evalb
-from t2t_repro.parsing import trees as trees_lib
+from absl import app  # pylint: disable=wrong-import-position
+from absl import flags  # pylint: disable=wrong-import-position
+
+from t2t_repro.parsing import evalb  # pylint: disable=wrong-import-position
+from t2t_repro.parsing import trees as trees_lib  # pylint: disable=wrong-import-position
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_enum("mode", None, ["prepare", "evaluate", "delinearize"],
-                  "What to do.")
-flags.DEFINE_string("ptb_dir", None,
-                    "prepare: folder with the wsj_NNNN.mrg files.")
-flags.DEFINE_string("output_dir", None, "prepare: folder for the outputs.")
-flags.DEFINE_string("gold", None, "evaluate: gold trees, one per line.")
-flags.DEFINE_string("test", None, "evaluate: test trees, one per line.")
-flags.DEFINE_string("prm", None,
-                    "evaluate: EVALB parameter file; default: the values of "
-                    "COLLINS.prm built into t2t_repro.parsing.evalb.")
-flags.DEFINE_enum("xx_tags", "gold", ["gold", "keep"],
-                  "evaluate: what to do with XX placeholder POS tags in test "
-                  "trees. 'gold' copies the gold tag of the same word into "
-                  "each XX slot (where the word counts agree), so EVALB drops "
-                  "the same punctuation from both trees (tagging accuracy is "
-                  "then not meaningful); 'keep' scores the trees as they are.")
-flags.DEFINE_bool("per_sentence", False,
-                  "evaluate: also print EVALB's per-sentence table.")
-flags.DEFINE_string("output_json", None,
-                    "evaluate: also write the summary numbers to this file.")
-flags.DEFINE_string("source", None, "delinearize: words, one sentence a line.")
-flags.DEFINE_string("predictions", None,
-                    "delinearize: target sequences, one a line.")
-flags.DEFINE_string("output", None, "delinearize: output trees, one a line.")
+def _define_flags():
+  """Defines the command-line flags (only when run as a script, so that tests
+  can import this file more than once without duplicate-flag errors)."""
+  flags.DEFINE_enum("mode", None,
+                    ["prepare", "evaluate", "delinearize", "train", "decode"],
+                    "What to do.")
+  flags.DEFINE_string("ptb_dir", None,
+                      "prepare: folder with the wsj_NNNN.mrg files.")
+  flags.DEFINE_string("output_dir", None, "prepare: folder for the outputs.")
+  flags.DEFINE_list("splits", [],
+                    "prepare, train: file ranges of the splits as NAME=FIRST-LAST "
+                    "file numbers, e.g. train=1-4,dev=160-160,test=180-180 "
+                    "(default: train 1-159, dev 160-179, test 180-199).")
+  flags.DEFINE_string("gold", None, "evaluate: gold trees, one per line.")
+  flags.DEFINE_string("test", None, "evaluate: test trees, one per line.")
+  flags.DEFINE_string("prm", None,
+                      "evaluate: EVALB parameter file; default: the values of "
+                      "COLLINS.prm built into t2t_repro.parsing.evalb.")
+  flags.DEFINE_enum("xx_tags", "gold", ["gold", "keep"],
+                    "evaluate: what to do with XX placeholder POS tags in test "
+                    "trees. 'gold' copies the gold tag of the same word into "
+                    "each XX slot (where the word counts agree), so EVALB drops "
+                    "the same punctuation from both trees (tagging accuracy is "
+                    "then not meaningful); 'keep' scores the trees as they are.")
+  flags.DEFINE_bool("per_sentence", False,
+                    "evaluate: also print EVALB's per-sentence table.")
+  flags.DEFINE_string("output_json", None,
+                      "evaluate: also write the summary numbers to this file.")
+  flags.DEFINE_string("source", None, "delinearize: words, one sentence a line.")
+  flags.DEFINE_string("predictions", None,
+                      "delinearize: target sequences, one a line.")
+  flags.DEFINE_string("output", None, "delinearize: output trees, one a line.")
+  flags.DEFINE_string("model_dir", None,
+                      "train, decode: the model directory (created by train).")
+  flags.DEFINE_string("data_dir", None,
+                      "train, decode: folder of prepare's outputs (default: "
+                      "MODEL_DIR/data; train runs prepare into it).")
+  flags.DEFINE_string("hparams", "parsing_small",
+                      "train: hparam set name or .json path.")
+  flags.DEFINE_string("hparams_override", "",
+                      "train: comma-separated key=value hparam overrides.")
+  flags.DEFINE_float("train_minutes", 48.0,
+                     "train: wall-time budget of the trainer [minutes] (0: none, "
+                     "train_steps decides).")
+  flags.DEFINE_integer("train_steps", None,
+                       "train: optimizer updates (default: the hparam set's).")
+  flags.DEFINE_integer("eval_every_steps", 500,
+                       "train: dev loss every N updates (0: off).")
+  flags.DEFINE_integer("seed", 1234, "train: the trainer's seed.")
+  flags.DEFINE_list("train_flags", [],
+                    "train: more flags for python -m t2t_repro.train, e.g. "
+                    "--train_flags=--save_checkpoints_steps=500.")
+  flags.DEFINE_bool("bracket_vocab", True,
+                    "train: learn vocab.model here with every train bracket token "
+                    "(and XX) as one piece (learn_bracket_vocab); false: let the "
+                    "trainer learn a plain BPE vocabulary (brackets split in two).")
+  flags.DEFINE_list("decode_splits", ["test", "dev"],
+                    "train, decode: splits of DATA_DIR to decode and score.")
+  flags.DEFINE_integer("beam_size", None,
+                       "decode: beam width (default: hparams, 21 in parsing*).")
+  flags.DEFINE_float("alpha", None,
+                     "decode: length-penalty exponent (default: hparams, 0.3).")
+  flags.DEFINE_integer("decode_extra_length", None,
+                       "decode: max output length = input length + this "
+                       "[pieces] (default: hparams, 300).")
+  flags.DEFINE_integer("decode_batch_tokens", 1024,
+                       "decode: source pieces per beam-search batch, padding "
+                       "included (each sentence has beam_size hypotheses).")
+  flags.DEFINE_integer("max_sentences", 0,
+                       "decode: only the first N sentences of each split (0: all).")
+  flags.DEFINE_string("checkpoint_path", None,
+                      "decode: checkpoint prefix (default: the latest).")
 
 
 # ---------------------------------------------------------------- prepare
@@ -192,6 +258,25 @@ def delinearize_files(source_path, predictions_path, output_path):
   """
   sources = _read_lines(source_path)
   predictions = _read_lines(predictions_path)
+  result, well_formed = delinearize(sources, predictions)
+  trees_lib.write_tree_lines(output_path, result)
+  return {"sentences": len(result), "well_formed": well_formed}
+
+
+def delinearize(sources, predictions):
+  """``sequence_to_tree`` over lists (the in-memory ``delinearize_files``).
+
+  Args:
+    sources: list[str], space-separated words, one sentence each.
+    predictions: list[str], target sequences, same length.
+
+  Returns:
+    (trees: list[nltk.Tree] with root TOP, leaves == the words, tags XX;
+     well_formed: int, predictions that needed no repair).
+
+  Raises:
+    ValueError: the two lists differ in length.
+  """
   if len(sources) != len(predictions):
     raise ValueError(f"{len(sources)} source lines but {len(predictions)} "
                      "prediction lines")
@@ -201,8 +286,7 @@ def delinearize_files(source_path, predictions_path, output_path):
     tree = trees_lib.sequence_to_tree(target, words)
     well_formed += trees_lib.linearize(tree)[1].split() == target.split()
     result.append(tree)
-  trees_lib.write_tree_lines(output_path, result)
-  return {"sentences": len(result), "well_formed": well_formed}
+  return result, well_formed
 
 
 # ---------------------------------------------------------------- evaluate
@@ -257,7 +341,300 @@ def evaluate_files(gold_path, test_path, params=evalb.COLLINS,
   return evalb.evaluate(gold, test, params)
 
 
+# ---------------------------------------------------------------- vocabulary
+
+SPACE_PIECE = "\u2581"  # sentencepiece's word-boundary mark
+
+
+def learn_bracket_vocab(texts, symbols, vocab_size, path, *, seed=1,
+                        num_threads=16):
+  """Learns the joint BPE vocabulary with every bracket token as one piece.
+
+  Why: the trainer's vocabulary (``t2t_repro.data.vocab.learn_vocab``,
+  sentencepiece BPE with ``split_by_unicode_script``) never merges ``(`` or
+  ``)`` (Unicode script Common) with the Latin letters of a label, so
+  ``(NP`` becomes ``▁(`` + ``NP`` and a target of n tokens grows to about
+  1.6 n pieces (measured on the train split: 61.7 tokens -> 99.3 pieces).
+  Declaring the brackets as sentencepiece ``user_defined_symbols`` *with the
+  word-boundary mark*, ``▁(NP``, makes each bracket token exactly one piece
+  (a symbol without the mark would leave a lone ``▁`` piece before each
+  bracket, the same length again). The rest is ``learn_vocab``'s exact
+  sentencepiece settings (ids pad 0, eos 1, unk 2, no bos; identity
+  normalization, no byte fallback), so ``Tokenizer`` accepts the model and
+  ``decode(encode(x)) == x`` for every train line.
+
+  Args:
+    texts: iterable of str sentences, source and target mixed (empty ones
+      skipped).
+    symbols: iterable of str tokens that must be single pieces, e.g. the
+      lines of prepare's symbols.txt plus ``XX``; each must contain no
+      whitespace.
+    vocab_size: pieces, including pad/eos/unk and the symbols.
+    path: output ``.model`` path (written atomically; folder created).
+    seed: seed of sentencepiece's sampling.
+    num_threads: sentencepiece trainer threads (fixed: the model depends on
+      it, see ``learn_vocab``).
+
+  Returns:
+    path.
+
+  Raises:
+    ValueError: a symbol contains whitespace, or sentencepiece cannot learn
+      ``vocab_size`` pieces from the text.
+  """
+  import sentencepiece as spm  # pylint: disable=import-outside-toplevel
+  from t2t_repro.data import text_files  # pylint: disable=import-outside-toplevel
+  from t2t_repro.data import vocab as vocab_lib  # pylint: disable=import-outside-toplevel
+  symbols = list(dict.fromkeys(symbols))
+  if any(not s or len(s.split()) != 1 for s in symbols):
+    raise ValueError(f"symbols must be single non-empty tokens: {symbols!r}")
+  sentences = [t for t in texts if t]
+  model = io.BytesIO()
+  spm.set_random_generator_seed(seed)
+  try:
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(sentences), model_writer=model,
+        vocab_size=vocab_size, model_type="bpe", pad_id=vocab_lib.PAD_ID,
+        eos_id=vocab_lib.EOS_ID, unk_id=vocab_lib.UNK_ID, bos_id=-1,
+        normalization_rule_name="identity", remove_extra_whitespaces=False,
+        byte_fallback=False, character_coverage=1.0,
+        input_sentence_size=10_000_000, shuffle_input_sentence=True,
+        num_threads=num_threads, minloglevel=1,
+        user_defined_symbols=[SPACE_PIECE + s for s in symbols])
+  except RuntimeError as e:
+    raise ValueError(f"sentencepiece could not learn a {vocab_size}-piece BPE "
+                     f"vocabulary from {len(sentences)} sentences: {e}") from None
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  text_files.write_atomic(path, model.getvalue())
+  return path
+
+
+def pieces(vocab_path, text):
+  """The sentencepiece pieces of ``text`` (list[str]), to check a vocabulary."""
+  import sentencepiece as spm  # pylint: disable=import-outside-toplevel
+  return spm.SentencePieceProcessor(model_file=vocab_path).encode(
+      text, out_type=str)
+
+
+def _piece_stats(vocab_path, lines):
+  """Average pieces per line and per space-separated token of ``lines``."""
+  import sentencepiece as spm  # pylint: disable=import-outside-toplevel
+  sp = spm.SentencePieceProcessor(model_file=vocab_path)
+  n_pieces = sum(len(x) for x in sp.encode(lines))
+  n_tokens = sum(len(line.split()) for line in lines)
+  return n_pieces / max(len(lines), 1), n_pieces / max(n_tokens, 1)
+
+
+# ---------------------------------------------------------------- train
+
+
+def train_command(model_dir, data_dir, *, hparams="parsing_small",
+                  hparams_override="", train_minutes=0.0, train_steps=None,
+                  eval_every_steps=500, seed=1234, extra=()):
+  """The ``python -m t2t_repro.train`` command line of --mode=train.
+
+  Args:
+    model_dir: str, the trainer's --model_dir (also its --vocab_dir).
+    data_dir: str, prepare's output folder ({train,dev}.{src,tgt}).
+    hparams, hparams_override: the trainer's --hparams / --hparams_override.
+    train_minutes: wall-time budget [minutes] (0: none).
+    train_steps: None (the hparam set's) or an int.
+    eval_every_steps: dev loss every N updates (0: off). The periodic dev
+      BLEU and the test BLEU are always off (meaningless for trees, and
+      beam-21 decoding is slow).
+    seed: the trainer's --seed.
+    extra: more trainer flags, appended as given.
+
+  Returns:
+    list[str], argv for ``subprocess``.
+  """
+  cmd = [sys.executable, "-m", "t2t_repro.train", f"--hparams={hparams}",
+         "--problem=parallel_text"]
+  for split in ("train", "dev"):
+    for side in ("src", "tgt"):
+      cmd.append(f"--{split}_{side}={os.path.join(data_dir, f'{split}.{side}')}")
+  cmd += [f"--model_dir={model_dir}", f"--vocab_dir={model_dir}",
+          f"--train_minutes={train_minutes:g}",
+          f"--eval_every_steps={eval_every_steps}", "--dev_bleu_lines=0",
+          "--test_bleu_lines=0", f"--seed={seed}"]
+  if hparams_override:
+    cmd.append(f"--hparams_override={hparams_override}")
+  if train_steps is not None:
+    cmd.append(f"--train_steps={train_steps}")
+  return cmd + list(extra)
+
+
+def _latest_step(model_dir):
+  """Step of the latest checkpoint of ``model_dir`` (int, -1 if none)."""
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  path = tf.train.latest_checkpoint(model_dir)
+  return int(path.rsplit("-", 1)[1]) if path else -1
+
+
+def _update_json(path, values):
+  """Merges ``values`` into the JSON object in ``path`` (created if absent)."""
+  data = {}
+  if os.path.exists(path):
+    with open(path, encoding="utf-8") as f:
+      data = json.load(f)
+  data.update(values)
+  with open(path + ".tmp", "w", encoding="utf-8") as f:
+    json.dump(data, f, indent=2)
+  os.replace(path + ".tmp", path)
+  return data
+
+
+# ---------------------------------------------------------------- decode
+
+
+def decode_split(model, tokenizer, data_dir, split, output_dir, *, beam_size,
+                 alpha, decode_extra_length, batch_tokens=1024,
+                 max_sentences=0, progress=True):
+  """Parses one prepared split with beam search and scores it with EVALB.
+
+  Reads ``{data_dir}/{split}.src`` (words) and ``.tree`` (gold trees);
+  writes ``{output_dir}/{split}.pred.tgt`` (raw model outputs, one a line)
+  and ``{split}.pred.tree`` (delinearized trees, repaired where needed, POS
+  tags XX: the test file for --mode=evaluate with the gold ``.tree``).
+  EVALB runs with COLLINS.prm and ``--xx_tags=gold`` semantics
+  (``fill_placeholder_tags``).
+
+  Args:
+    model: a ``Transformer`` with restored weights.
+    tokenizer: its ``data.vocab.Tokenizer``.
+    data_dir: str, prepare's output folder.
+    split: str, e.g. "test".
+    output_dir: str, created if missing.
+    beam_size, alpha, decode_extra_length: beam search settings (§6.3: 21,
+      0.3, input length + 300 [pieces]).
+    batch_tokens: source pieces per beam-search batch, padding included.
+    max_sentences: only the first N sentences (0: all).
+    progress: progress bar on stderr.
+
+  Returns:
+    (result: evalb.EvalbResult, info: dict with ``sentences``,
+     ``well_formed`` (outputs that needed no repair), ``decode_seconds``,
+     ``sentences_per_second``, the settings and output paths).
+
+  Raises:
+    ValueError: the source and gold files differ in line count.
+    evalb.EvalbAbort: more than MAX_ERROR error sentences (cannot happen
+      with delinearized outputs: their words are the gold words).
+  """
+  from t2t_repro.translate import translate_lines  # pylint: disable=import-outside-toplevel
+  sources = _read_lines(os.path.join(data_dir, f"{split}.src"))
+  gold = trees_lib.read_tree_lines(os.path.join(data_dir, f"{split}.tree"))
+  if len(sources) != len(gold):
+    raise ValueError(f"{data_dir}/{split}: {len(sources)} source lines but "
+                     f"{len(gold)} gold trees")
+  if max_sentences:
+    sources, gold = sources[:max_sentences], gold[:max_sentences]
+  start = time.monotonic()
+  predictions = translate_lines(
+      model, tokenizer, sources, beam_size=beam_size, alpha=alpha,
+      batch_tokens=batch_tokens, decode_extra_length=decode_extra_length,
+      progress=progress)
+  seconds = time.monotonic() - start
+  os.makedirs(output_dir, exist_ok=True)
+  tgt_path = os.path.join(output_dir, f"{split}.pred.tgt")
+  tree_path = os.path.join(output_dir, f"{split}.pred.tree")
+  with open(tgt_path, "w", encoding="utf-8") as f:
+    f.writelines(p + "\n" for p in predictions)
+  test, well_formed = delinearize(sources, predictions)
+  trees_lib.write_tree_lines(tree_path, test)
+  result = evalb.evaluate(gold, fill_placeholder_tags(gold, test))
+  info = {
+      "sentences": len(sources), "well_formed": well_formed,
+      "decode_seconds": round(seconds, 1),
+      "sentences_per_second": round(len(sources) / max(seconds, 1e-9), 3),
+      "beam_size": beam_size, "alpha": alpha,
+      "decode_extra_length": decode_extra_length,
+      "predictions": tgt_path, "trees": tree_path,
+  }
+  return result, info
+
+
+def decode_model_dir(model_dir, data_dir, splits, *, beam_size=None,
+                     alpha=None, decode_extra_length=None, batch_tokens=1024,
+                     max_sentences=0, checkpoint_path=None):
+  """Decodes and scores ``splits`` with the latest (or given) checkpoint.
+
+  Prints, per split, the well-formed count, the decoding time and EVALB's
+  report (all sentences and length <= 40); merges the numbers into
+  ``{model_dir}/parse_scores.json`` under ``decode`` ->
+  split -> {``evalb``: ``evalb.as_dict``, ...}, plus ``checkpoint`` and
+  ``step``.
+
+  Args:
+    model_dir: str, a trained model dir.
+    data_dir: str, prepare's output folder.
+    splits: list[str], e.g. ["dev", "test"].
+    beam_size, alpha, decode_extra_length: None means the model's hparams.
+    batch_tokens, max_sentences: see ``decode_split``.
+    checkpoint_path: None (latest) or a checkpoint prefix.
+
+  Returns:
+    dict, the ``decode`` entry written.
+
+  Raises:
+    FileNotFoundError: no model / checkpoint in model_dir (see
+      ``load_for_inference``) or a split's files are missing.
+  """
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  from t2t_repro.training.checkpoints import load_for_inference  # pylint: disable=import-outside-toplevel
+  checkpoint_path = checkpoint_path or tf.train.latest_checkpoint(model_dir)
+  model, hparams, tokenizer = load_for_inference(model_dir, checkpoint_path)
+  settings = {
+      "beam_size": beam_size or hparams.beam_size,
+      "alpha": hparams.alpha if alpha is None else alpha,
+      "decode_extra_length": (hparams.decode_extra_length
+                              if decode_extra_length is None
+                              else decode_extra_length),
+  }
+  step = int(checkpoint_path.rsplit("-", 1)[1]) if checkpoint_path else -1
+  print(f"decoding with {checkpoint_path} (step {step}): beam "
+        f"{settings['beam_size']}, alpha {settings['alpha']}, max length "
+        f"input + {settings['decode_extra_length']}", flush=True)
+  entry = {"checkpoint": checkpoint_path, "step": step}
+  for split in splits:
+    result, info = decode_split(
+        model, tokenizer, data_dir, split, os.path.join(model_dir, "decode"),
+        batch_tokens=batch_tokens, max_sentences=max_sentences, **settings)
+    print(f"\n=== {split}: {info['sentences']} sentences decoded in "
+          f"{info['decode_seconds']:.1f} s ({info['sentences_per_second']:.2f} "
+          f"sent/s); {info['well_formed']} outputs well formed, "
+          f"{info['sentences'] - info['well_formed']} repaired", flush=True)
+    sys.stdout.write(evalb.format_report(result))
+    sys.stdout.flush()
+    entry[split] = {**info, "evalb": evalb.as_dict(result)}
+  _update_json(os.path.join(model_dir, "parse_scores.json"), {"decode": entry})
+  return entry
+
+
 # ---------------------------------------------------------------- main
+
+
+
+
+def parse_splits(items):
+  """``["train=1-159", ...]`` -> ``{"train": (1, 159), ...}`` (None if empty).
+
+  Raises:
+    app.UsageError: an item is not NAME=FIRST-LAST with FIRST <= LAST.
+  """
+  if not items:
+    return None
+  splits = {}
+  for item in items:
+    try:
+      name, span = item.split("=")
+      first, last = (int(x) for x in span.split("-"))
+    except ValueError:
+      raise app.UsageError(f"--splits: {item!r} is not NAME=FIRST-LAST") from None
+    if first > last:
+      raise app.UsageError(f"--splits: {item!r}: FIRST > LAST")
+    splits[name] = (first, last)
+  return splits
 
 
 def _require(*names):
@@ -269,7 +646,7 @@ def _require(*names):
 
 def run_prepare():
   _require("ptb_dir", "output_dir")
-  stats = prepare(FLAGS.ptb_dir, FLAGS.output_dir)
+  stats = prepare(FLAGS.ptb_dir, FLAGS.output_dir, parse_splits(FLAGS.splits))
   print(format_stats(stats))
   print(f"wrote {FLAGS.output_dir}/{{train,dev,test}}.{{src,tgt,tree}}, "
         "symbols.txt, stats.json")
@@ -299,10 +676,90 @@ def run_evaluate():
       json.dump(evalb.as_dict(result), f, indent=2)
 
 
+def _data_dir():
+  return FLAGS.data_dir or os.path.join(FLAGS.model_dir, "data")
+
+
+def run_train():
+  """prepare -> vocabulary -> trainer subprocess -> decode + EVALB."""
+  _require("ptb_dir", "model_dir")
+  from t2t_repro import hparams as hparams_lib  # pylint: disable=import-outside-toplevel
+  model_dir, data_dir = FLAGS.model_dir, _data_dir()
+  os.makedirs(model_dir, exist_ok=True)
+  start = time.monotonic()
+  stats = prepare(FLAGS.ptb_dir, data_dir, parse_splits(FLAGS.splits))
+  print(format_stats(stats), flush=True)
+  hp = hparams_lib.get_hparams(FLAGS.hparams, FLAGS.hparams_override)
+  vocab_path = os.path.join(model_dir, "vocab.model")
+  train_src = _read_lines(os.path.join(data_dir, "train.src"))
+  train_tgt = _read_lines(os.path.join(data_dir, "train.tgt"))
+  if FLAGS.bracket_vocab and not os.path.exists(vocab_path):
+    symbols = _read_lines(os.path.join(data_dir, "symbols.txt"))
+    learn_bracket_vocab(
+        (text for pair in zip(train_src, train_tgt) for text in pair),
+        symbols + [trees_lib.PLACEHOLDER_TAG], hp.vocab_size, vocab_path)
+    print(f"learned {vocab_path}: {hp.vocab_size} pieces, {len(symbols)} "
+          "bracket symbols + XX as single pieces", flush=True)
+  command = train_command(
+      model_dir, data_dir, hparams=FLAGS.hparams,
+      hparams_override=FLAGS.hparams_override,
+      train_minutes=FLAGS.train_minutes, train_steps=FLAGS.train_steps,
+      eval_every_steps=FLAGS.eval_every_steps, seed=FLAGS.seed,
+      extra=FLAGS.train_flags)
+  print("training: " + " ".join(command), flush=True)
+  train_start = time.monotonic()
+  env = dict(os.environ, PYTHONUNBUFFERED="1")
+  returncode = subprocess.call(command, env=env)
+  train_seconds = time.monotonic() - train_start
+  if returncode:
+    sys.exit(f"the trainer failed (exit status {returncode})")
+  if os.path.exists(vocab_path):
+    per_line, per_token = _piece_stats(vocab_path, train_tgt)
+    print(f"\nvocabulary {vocab_path}: first train target as pieces:\n"
+          f"  {' '.join(pieces(vocab_path, train_tgt[0]))}\n"
+          f"  train targets: {per_line:.1f} pieces a line, {per_token:.3f} "
+          "pieces a token", flush=True)
+  step = _latest_step(model_dir)
+  print(f"training: {train_seconds / 60:.1f} min, step {step}", flush=True)
+  _update_json(os.path.join(model_dir, "parse_scores.json"), {"train": {
+      "command": command, "seconds": round(train_seconds, 1), "step": step,
+      "hparams": FLAGS.hparams, "hparams_override": FLAGS.hparams_override,
+      "bracket_vocab": FLAGS.bracket_vocab,
+      "target_pieces_per_line": round(_piece_stats(vocab_path, train_tgt)[0],
+                                      2) if os.path.exists(vocab_path) else None,
+  }})
+  decode_start = time.monotonic()
+  _run_decode(model_dir, data_dir)
+  decode_seconds = time.monotonic() - decode_start
+  total = time.monotonic() - start
+  _update_json(os.path.join(model_dir, "parse_scores.json"), {"wall_seconds": {
+      "train": round(train_seconds, 1), "decode_and_score": round(
+          decode_seconds, 1), "total": round(total, 1)}})
+  print(f"\nwall time: train {train_seconds / 60:.1f} min, decode + EVALB "
+        f"{decode_seconds / 60:.1f} min, total {total / 60:.1f} min; scores "
+        f"in {model_dir}/parse_scores.json", flush=True)
+
+
+def _run_decode(model_dir, data_dir):
+  decode_model_dir(
+      model_dir, data_dir, FLAGS.decode_splits, beam_size=FLAGS.beam_size,
+      alpha=FLAGS.alpha, decode_extra_length=FLAGS.decode_extra_length,
+      batch_tokens=FLAGS.decode_batch_tokens,
+      max_sentences=FLAGS.max_sentences,
+      checkpoint_path=FLAGS.checkpoint_path)
+
+
+def run_decode():
+  _require("model_dir")
+  _run_decode(FLAGS.model_dir, _data_dir())
+
+
 _MODES = {
     "prepare": run_prepare,
     "evaluate": run_evaluate,
     "delinearize": run_delinearize,
+    "train": run_train,
+    "decode": run_decode,
 }
 
 
@@ -313,5 +770,6 @@ def main(argv):
 
 
 if __name__ == "__main__":
+  _define_flags()
   flags.mark_flag_as_required("mode")
   app.run(main)

@@ -1,0 +1,161 @@
+"""tools/parse.py --mode=train / --mode=decode end to end (CI, about 30 s).
+
+Trains a 1-layer, d_model 32 parser for 20 steps on the 50 trees of
+wsj_0001-0004 (dev wsj_0160: 5 trees, test wsj_0180: 8 trees), decodes dev
+and test with beam 2 and input + 10, and checks that every output is a tree
+over exactly the input words and that EVALB's F1 is finite. Also checks the
+bracket-aware vocabulary (every bracket token and XX is one piece) and
+--mode=decode on the trained model dir.
+"""
+
+import functools
+import importlib.util
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+from t2t_repro.parsing import trees
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PARSE_TOOL = os.path.join(REPO, "tools", "parse.py")
+SPLITS = "--splits=train=1-4,dev=160-160,test=180-180"
+TINY = ("num_layers=1,d_model=32,d_ff=64,num_heads=2,vocab_size=300,"
+        "batch_tokens=1024,max_length=256,warmup_steps=10,beam_size=2,"
+        "decode_extra_length=10")
+
+
+@functools.lru_cache(maxsize=1)
+def _parse_tool():
+  spec = importlib.util.spec_from_file_location("parse_tool", PARSE_TOOL)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+@pytest.fixture(scope="module")
+def ptb_dir(shared_data_dir):
+  """shared/data/ptb_sample/combined (the fixture is in conftest.py)."""
+  path = os.path.join(shared_data_dir, "ptb_sample", "combined")
+  if not os.path.isdir(path):
+    pytest.skip(f"PTB sample {path} is absent")
+  return path
+
+
+@pytest.fixture(scope="module")
+def trained(ptb_dir, tmp_path_factory):
+  """(model_dir, completed process) of one --mode=train run."""
+  model_dir = str(tmp_path_factory.mktemp("parser"))
+  proc = subprocess.run(
+      [sys.executable, PARSE_TOOL, "--mode=train", f"--ptb_dir={ptb_dir}",
+       f"--model_dir={model_dir}", SPLITS, f"--hparams_override={TINY}",
+       "--train_steps=20", "--train_minutes=0", "--eval_every_steps=10",
+       "--train_flags=--save_checkpoints_secs=0,--log_every_steps=10"],
+      capture_output=True, text=True, timeout=300,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+  return model_dir, proc
+
+
+def _lines(path):
+  with open(path, encoding="utf-8") as f:
+    return f.read().splitlines()
+
+
+def test_train_decodes_well_formed_trees_with_finite_f1(trained):
+  model_dir, proc = trained
+  scores = json.load(open(os.path.join(model_dir, "parse_scores.json")))
+  assert scores["train"]["step"] == 20
+  assert "--problem=parallel_text" in scores["train"]["command"]
+  assert set(scores["wall_seconds"]) == {"train", "decode_and_score", "total"}
+  assert scores["decode"]["step"] == 20
+  data_dir = os.path.join(model_dir, "data")
+  for split, count in (("dev", 5), ("test", 8)):
+    entry = scores["decode"][split]
+    assert entry["sentences"] == count
+    assert (entry["beam_size"], entry["alpha"], entry["decode_extra_length"]) == (2, 0.3, 10)
+    for summary in entry["evalb"].values():
+      assert math.isfinite(summary["f1"]) and 0.0 <= summary["f1"] <= 100.0
+      assert summary["error_sentences"] == 0
+    assert entry["evalb"]["all"]["valid_sentences"] == count
+    sources = _lines(os.path.join(data_dir, f"{split}.src"))
+    predictions = _lines(os.path.join(model_dir, "decode", f"{split}.pred.tgt"))
+    parsed = trees.read_tree_lines(os.path.join(model_dir, "decode", f"{split}.pred.tree"))
+    assert len(sources) == len(predictions) == len(parsed) == count
+    for words, tree in zip(sources, parsed):
+      # A well-formed tree over exactly the input words: root TOP, every leaf
+      # under an XX preterminal, every phrase non-empty, and it round-trips.
+      assert tree.label() == "TOP"
+      assert tree.leaves() == words.split()
+      assert [tag for _, tag in tree.pos()] == ["XX"] * len(words.split())
+      target = trees.linearize(tree)[1]
+      assert trees.is_well_formed(target, words)
+      assert trees.sequence_to_tree(target, words) == tree
+  assert "Bracketing FMeasure" in proc.stdout
+
+
+def test_bracket_vocabulary_keeps_brackets_whole(trained):
+  model_dir, proc = trained
+  tool = _parse_tool()
+  vocab = os.path.join(model_dir, "vocab.model")
+  target = _lines(os.path.join(model_dir, "data", "train.tgt"))[0]
+  pieces = tool.pieces(vocab, target)
+  assert pieces == [tool.SPACE_PIECE + token for token in target.split()]
+  assert " ".join(pieces) in proc.stdout  # the tool prints it
+
+  from t2t_repro.data.vocab import Tokenizer  # pylint: disable=import-outside-toplevel
+  tokenizer = Tokenizer.from_file(vocab)  # project ids: pad 0, eos 1, unk 2
+  assert tokenizer.vocab_size == 300
+  ids = tokenizer.encode(target)
+  assert len(ids) == len(target.split()) + 1  # + EOS
+  assert tokenizer.decode(ids).numpy().decode() == target
+
+
+def test_plain_bpe_splits_brackets(trained, tmp_path):
+  """Why the tool learns its own vocabulary: plain BPE cuts "(NP" in two."""
+  from t2t_repro.data import vocab as vocab_lib  # pylint: disable=import-outside-toplevel
+  model_dir, _ = trained
+  data_dir = os.path.join(model_dir, "data")
+  texts = [t for split in ("src", "tgt")
+           for t in _lines(os.path.join(data_dir, f"train.{split}"))]
+  plain = vocab_lib.learn_vocab(texts, 300, str(tmp_path / "plain"), num_threads=2)
+  target = _lines(os.path.join(data_dir, "train.tgt"))[0]
+  assert len(_parse_tool().pieces(plain, target)) > 1.3 * len(target.split())
+
+
+def test_decode_mode_on_trained_model_dir(trained):
+  model_dir, _ = trained
+  proc = subprocess.run(
+      [sys.executable, PARSE_TOOL, "--mode=decode", f"--model_dir={model_dir}",
+       "--decode_splits=test", "--max_sentences=3", "--beam_size=1",
+       "--decode_extra_length=5"],
+      capture_output=True, text=True, timeout=300,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+  scores = json.load(open(os.path.join(model_dir, "parse_scores.json")))
+  assert "train" in scores  # merged, not overwritten
+  test = scores["decode"]["test"]
+  assert (test["sentences"], test["beam_size"], test["decode_extra_length"]) == (3, 1, 5)
+  assert 0.0 <= test["evalb"]["all"]["f1"] <= 100.0
+  assert len(_lines(os.path.join(model_dir, "decode", "test.pred.tree"))) == 3
+
+
+def test_parse_splits_and_train_command():
+  tool = _parse_tool()
+  assert tool.parse_splits([]) is None
+  assert tool.parse_splits(["train=1-4", "test=180-180"]) == {
+      "train": (1, 4), "test": (180, 180)}
+  for bad in (["train=4-1"], ["train=1"], ["x"]):
+    with pytest.raises(Exception, match="--splits"):
+      tool.parse_splits(bad)
+  cmd = tool.train_command("/m", "/d", hparams_override="dropout=0.1", train_minutes=45,
+                           train_steps=7, extra=["--seed=3"])
+  assert cmd[1:4] == ["-m", "t2t_repro.train", "--hparams=parsing_small"]
+  for flag in ("--problem=parallel_text", "--train_src=/d/train.src", "--dev_tgt=/d/dev.tgt",
+               "--model_dir=/m", "--train_minutes=45", "--dev_bleu_lines=0",
+               "--hparams_override=dropout=0.1", "--train_steps=7"):
+    assert flag in cmd
+  assert cmd[-1] == "--seed=3"
