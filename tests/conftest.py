@@ -26,7 +26,7 @@ def shared_data_dir():
   return path
 
 
-@pytest.fixture(name="ptb_dir")
+@pytest.fixture(name="ptb_dir", scope="session")
 def fixture_ptb_dir(shared_data_dir):
   """shared/data/ptb_sample/combined; skips when absent."""
   path = os.path.join(shared_data_dir, "ptb_sample", "combined")

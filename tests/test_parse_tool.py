@@ -8,8 +8,6 @@ bracket-aware vocabulary (every bracket token and XX is one piece) and
 --mode=decode on the trained model dir.
 """
 
-import functools
-import importlib.util
 import json
 import math
 import os
@@ -18,31 +16,19 @@ import sys
 
 import pytest
 
+from conftest import tool_path
 from t2t_repro.parsing import trees
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PARSE_TOOL = os.path.join(REPO, "tools", "parse.py")
+PARSE_TOOL = tool_path("parse")
 SPLITS = "--splits=train=1-4,dev=160-160,test=180-180"
 TINY = ("num_layers=1,d_model=32,d_ff=64,num_heads=2,vocab_size=300,"
         "batch_tokens=1024,max_length=256,warmup_steps=10,beam_size=2,"
         "decode_extra_length=10")
 
 
-@functools.lru_cache(maxsize=1)
-def _parse_tool():
-  spec = importlib.util.spec_from_file_location("parse_tool", PARSE_TOOL)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
-
-
 @pytest.fixture(scope="module")
-def ptb_dir(shared_data_dir):
-  """shared/data/ptb_sample/combined (the fixture is in conftest.py)."""
-  path = os.path.join(shared_data_dir, "ptb_sample", "combined")
-  if not os.path.isdir(path):
-    pytest.skip(f"PTB sample {path} is absent")
-  return path
+def tool(load_tool):
+  return load_tool("parse")
 
 
 @pytest.fixture(scope="module")
@@ -97,9 +83,8 @@ def test_train_decodes_well_formed_trees_with_finite_f1(trained):
   assert "Bracketing FMeasure" in proc.stdout
 
 
-def test_bracket_vocabulary_keeps_brackets_whole(trained):
+def test_bracket_vocabulary_keeps_brackets_whole(trained, tool):
   model_dir, proc = trained
-  tool = _parse_tool()
   vocab = os.path.join(model_dir, "vocab.model")
   target = _lines(os.path.join(model_dir, "data", "train.tgt"))[0]
   pieces = tool.pieces(vocab, target)
@@ -114,7 +99,7 @@ def test_bracket_vocabulary_keeps_brackets_whole(trained):
   assert tokenizer.decode(ids).numpy().decode() == target
 
 
-def test_plain_bpe_splits_brackets(trained, tmp_path):
+def test_plain_bpe_splits_brackets(trained, tmp_path, tool):
   """Why the tool learns its own vocabulary: plain BPE cuts "(NP" in two."""
   from t2t_repro.data import vocab as vocab_lib  # pylint: disable=import-outside-toplevel
   model_dir, _ = trained
@@ -123,7 +108,7 @@ def test_plain_bpe_splits_brackets(trained, tmp_path):
            for t in _lines(os.path.join(data_dir, f"train.{split}"))]
   plain = vocab_lib.learn_vocab(texts, 300, str(tmp_path / "plain"), num_threads=2)
   target = _lines(os.path.join(data_dir, "train.tgt"))[0]
-  assert len(_parse_tool().pieces(plain, target)) > 1.3 * len(target.split())
+  assert len(tool.pieces(plain, target)) > 1.3 * len(target.split())
 
 
 def test_decode_mode_on_trained_model_dir(trained):
@@ -143,8 +128,7 @@ def test_decode_mode_on_trained_model_dir(trained):
   assert len(_lines(os.path.join(model_dir, "decode", "test.pred.tree"))) == 3
 
 
-def test_parse_splits_and_train_command():
-  tool = _parse_tool()
+def test_parse_splits_and_train_command(tool):
   assert tool.parse_splits([]) is None
   assert tool.parse_splits(["train=1-4", "test=180-180"]) == {
       "train": (1, 4), "test": (180, 180)}
