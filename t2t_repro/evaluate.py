@@ -194,8 +194,8 @@ def format_scores(scores):
       f"{scores['bleu_tok_compound']:.2f}",
       f"  signature: {scores['bleu_tok_compound_signature']}",
       f"  {scores['bleu_tok_compound_details']}",
-      f"  (comparable to the paper's Table 2: 27.3 base / 28.4 big En-De; "
-      f"never use it as the primary score)",
+      "  (comparable to the paper's Table 2: 27.3 base / 28.4 big En-De; "
+      "never use it as the primary score)",
       f"sentences: {scores['num_sentences']}, references per sentence: "
       f"{scores['num_refs']}",
   ])

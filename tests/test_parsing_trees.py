@@ -1,7 +1,6 @@
 """Tests for t2t_repro.parsing.trees: reading, cleaning, (de)linearizing."""
 
 import functools
-import os
 
 import nltk
 import pytest

@@ -6,7 +6,6 @@ projections have no bias. Masks are additive biases (0 = attend, -1e9 = never at
 which serve padding masks, the causal mask and the incremental-decoding mask alike.
 """
 
-import math
 
 import keras
 import tensorflow as tf

@@ -1,7 +1,6 @@
 """Positional encodings: sinusoids (Vaswani et al. 2017, §3.5) and learned (Table 3 row E)."""
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 
