@@ -7,6 +7,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from t2t_repro import evaluate
 from t2t_repro.data import batching
 from t2t_repro.training.trainer import StopSignal
 
@@ -18,16 +19,16 @@ def _distributed_data(trainer, pairs, tokenizer, training, seed):
       training=training, seed=seed)
 
 
-def _dev_bleu(trainer, tokenizer, dev, num_lines, target_lang):
-  """sacreBLEU of beam-search translations of the first `num_lines` dev pairs."""
-  from t2t_repro import evaluate  # pylint: disable=import-outside-toplevel
+def _bleu(trainer, tokenizer, split, num_lines, target_lang):
+  """Scores (evaluate.score) of beam-search translations of the first `num_lines` pairs
+  of `split` (a ParallelText; num_lines <= 0: all of them)."""
   from t2t_repro.translate import translate_lines  # pylint: disable=import-outside-toplevel
   hp = trainer.hparams
-  sources = dev.sources[:num_lines] if num_lines > 0 else dev.sources
-  references = dev.targets[:num_lines] if num_lines > 0 else dev.targets
+  sources = split.sources[:num_lines] if num_lines > 0 else split.sources
+  references = split.targets[:num_lines] if num_lines > 0 else split.targets
   hyps = translate_lines(trainer.model, tokenizer, sources, beam_size=hp.beam_size, alpha=hp.alpha,
                          decode_extra_length=hp.decode_extra_length)
-  return evaluate.score(hyps, [references], tgt_lang=target_lang), hyps
+  return evaluate.score(hyps, [references], tgt_lang=target_lang)
 
 
 def run(trainer, problem, tokenizer, *, seed, save_steps, save_secs, eval_every, dev_bleu_lines,
@@ -112,8 +113,7 @@ def run(trainer, problem, tokenizer, *, seed, save_steps, save_secs, eval_every,
 
   if test_bleu_lines:
     test = problem.text_pairs("test")
-    scores, _ = _dev_bleu(trainer, tokenizer, test, test_bleu_lines, problem.target_lang)
-    from t2t_repro import evaluate  # pylint: disable=import-outside-toplevel
+    scores = _bleu(trainer, tokenizer, test, test_bleu_lines, problem.target_lang)
     n = len(test) if test_bleu_lines < 0 else min(test_bleu_lines, len(test))
     print(f"\ntest ({problem.name}, first {n} lines, beam {hp.beam_size}, alpha {hp.alpha}):")
     print(evaluate.format_scores(scores), flush=True)
@@ -126,7 +126,7 @@ def _evaluate(trainer, dev_data, dev, tokenizer, dev_bleu_lines, problem, writer
   message = f"dev step {step}: loss {dev_stats['loss']:.4f} nll {dev_stats['nll']:.4f} " \
             f"ppl {dev_stats['ppl']:.2f}"
   if dev_bleu_lines:
-    scores, _ = _dev_bleu(trainer, tokenizer, dev, dev_bleu_lines, problem.target_lang)
+    scores = _bleu(trainer, tokenizer, dev, dev_bleu_lines, problem.target_lang)
     dev_stats["bleu"] = scores["sacrebleu"]
     message += f" BLEU {scores['sacrebleu']:.2f} (sacreBLEU, first {dev_bleu_lines} dev lines)"
   print("\n" + message, flush=True)
