@@ -91,7 +91,8 @@ class _Progress:
 
 
 def translate_lines_nbest(model, tokenizer, lines, beam_size=4, alpha=0.6, batch_tokens=4096,
-                          decode_extra_length=50, n_best=1, progress=False, eos_id=1):
+                          decode_extra_length=50, n_best=1, progress=False, eos_id=1,
+                          constraint=None):
   """Translates sentences with beam search, returning the n-best lists.
 
   Args:
@@ -104,6 +105,8 @@ def translate_lines_nbest(model, tokenizer, lines, beam_size=4, alpha=0.6, batch
     n_best: hypotheses per sentence, <= beam_size.
     progress: show a progress bar on stderr.
     eos_id: end-of-sequence id.
+    constraint: None, or a beam-search constraint (`beam_search.search`), e.g.
+      `t2t_repro.parsing.constraint.TreeConstraint`.
 
   Returns:
     list (one per line, input order) of lists of (score: float, translation: str),
@@ -131,7 +134,7 @@ def translate_lines_nbest(model, tokenizer, lines, beam_size=4, alpha=0.6, batch
       inputs[row, :len(ids[j])] = ids[j]
     out_ids, scores = beam_search_lib.beam_search(
         model, inputs, beam_size=beam_size, alpha=alpha, n_best=n_best, eos_id=eos_id,
-        decode_extra_length=decode_extra_length)
+        decode_extra_length=decode_extra_length, constraint=constraint)
     texts = tokenizer.decode(tf.reshape(out_ids, [len(batch) * n_best, -1])).numpy()
     texts = np.reshape(texts, [len(batch), n_best])
     scores = scores.numpy()
@@ -148,7 +151,7 @@ def _clean(text):
 
 
 def translate_lines(model, tokenizer, lines, beam_size=4, alpha=0.6, batch_tokens=4096,
-                    decode_extra_length=50, progress=False, eos_id=1):
+                    decode_extra_length=50, progress=False, eos_id=1, constraint=None):
   """Translates sentences with beam search (§6.1).
 
   Args: as `translate_lines_nbest`.
@@ -158,7 +161,8 @@ def translate_lines(model, tokenizer, lines, beam_size=4, alpha=0.6, batch_token
   """
   nbest = translate_lines_nbest(model, tokenizer, lines, beam_size=beam_size, alpha=alpha,
                                 batch_tokens=batch_tokens, decode_extra_length=decode_extra_length,
-                                n_best=1, progress=progress, eos_id=eos_id)
+                                n_best=1, progress=progress, eos_id=eos_id,
+                                constraint=constraint)
   return [hyps[0][1] for hyps in nbest]
 
 

@@ -3,9 +3,10 @@
 Trains a 1-layer, d_model 32 parser for 20 steps on the 50 trees of
 wsj_0001-0004 (dev wsj_0160: 5 trees, test wsj_0180: 8 trees), decodes dev
 and test with beam 2 and input + 10, and checks that every output is a tree
-over exactly the input words and that EVALB's F1 is finite. Also checks the
-bracket-aware vocabulary (every bracket token and XX is one piece) and
---mode=decode on the trained model dir.
+over exactly the input words and that EVALB's F1 is finite; with the default
+constrained decoding every raw output is already well formed. Also checks the
+bracket-aware vocabulary (every bracket token is one piece, words are pieced as
+in the source) and --mode=decode on the trained model dir.
 """
 
 import json
@@ -23,7 +24,7 @@ PARSE_TOOL = tool_path("parse")
 SPLITS = "--splits=train=1-4,dev=160-160,test=180-180"
 TINY = ("num_layers=1,d_model=32,d_ff=64,num_heads=2,vocab_size=300,"
         "batch_tokens=1024,max_length=256,warmup_steps=10,beam_size=2,"
-        "decode_extra_length=10")
+        "decode_extra_length=200")
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +63,8 @@ def test_train_decodes_well_formed_trees_with_finite_f1(trained):
   for split, count in (("dev", 5), ("test", 8)):
     entry = scores["decode"][split]
     assert entry["sentences"] == count
-    assert (entry["beam_size"], entry["alpha"], entry["decode_extra_length"]) == (2, 0.3, 10)
+    assert (entry["beam_size"], entry["alpha"], entry["decode_extra_length"]) == (2, 0.3, 200)
+    assert entry["constrained"] and entry["well_formed"] == count
     for summary in entry["evalb"].values():
       assert math.isfinite(summary["f1"]) and 0.0 <= summary["f1"] <= 100.0
       assert summary["error_sentences"] == 0
@@ -71,6 +73,8 @@ def test_train_decodes_well_formed_trees_with_finite_f1(trained):
     predictions = _lines(os.path.join(model_dir, "decode", f"{split}.pred.tgt"))
     parsed = trees.read_tree_lines(os.path.join(model_dir, "decode", f"{split}.pred.tree"))
     assert len(sources) == len(predictions) == len(parsed) == count
+    for words, prediction in zip(sources, predictions):
+      assert trees.is_well_formed(prediction, words, leaves="word"), prediction
     for words, tree in zip(sources, parsed):
       # A well-formed tree over exactly the input words: root TOP, every leaf
       # under an XX preterminal, every phrase non-empty, and it round-trips.
@@ -86,16 +90,20 @@ def test_train_decodes_well_formed_trees_with_finite_f1(trained):
 def test_bracket_vocabulary_keeps_brackets_whole(trained, tool):
   model_dir, proc = trained
   vocab = os.path.join(model_dir, "vocab.model")
+  source = _lines(os.path.join(model_dir, "data", "train.src"))[0]
   target = _lines(os.path.join(model_dir, "data", "train.tgt"))[0]
   pieces = tool.pieces(vocab, target)
-  assert pieces == [tool.SPACE_PIECE + token for token in target.split()]
+  brackets = [p for p in pieces if trees.is_bracket(p[1:])]
+  assert brackets == [tool.SPACE_PIECE + t for t in target.split() if trees.is_bracket(t)]
+  # The words of the target are pieced exactly as the source: the constraint copies them.
+  assert [p for p in pieces if p not in brackets] == tool.pieces(vocab, source)
   assert " ".join(pieces) in proc.stdout  # the tool prints it
 
   from t2t_repro.data.vocab import Tokenizer  # pylint: disable=import-outside-toplevel
   tokenizer = Tokenizer.from_file(vocab)  # project ids: pad 0, eos 1, unk 2
   assert tokenizer.vocab_size == 300
   ids = tokenizer.encode(target)
-  assert len(ids) == len(target.split()) + 1  # + EOS
+  assert len(ids) == len(pieces) + 1  # + EOS
   assert tokenizer.decode(ids).numpy().decode() == target
 
 
@@ -108,7 +116,9 @@ def test_plain_bpe_splits_brackets(trained, tmp_path, tool):
            for t in _lines(os.path.join(data_dir, f"train.{split}"))]
   plain = vocab_lib.learn_vocab(texts, 300, str(tmp_path / "plain"), num_threads=2)
   target = _lines(os.path.join(data_dir, "train.tgt"))[0]
-  assert len(tool.pieces(plain, target)) > 1.3 * len(target.split())
+  brackets = " ".join(t for t in target.split() if trees.is_bracket(t))
+  assert len(tool.pieces(plain, brackets)) == 2 * len(brackets.split())
+  assert len(tool.pieces(os.path.join(model_dir, "vocab.model"), brackets)) == len(brackets.split())
 
 
 def test_decode_mode_on_trained_model_dir(trained):

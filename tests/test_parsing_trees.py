@@ -126,6 +126,19 @@ def test_linearize_simple():
   assert len(target.split()) == 2 * 4 + 5
 
 
+def test_linearize_word_leaves():
+  source, target = trees.linearize(SIMPLE, leaves="word")
+  assert target == "(S (NP John )NP (VP has (NP a dog )NP )VP . )S"
+  assert trees.is_well_formed(target, source, leaves="word")
+  assert not trees.is_well_formed(target, source)  # words are not XX
+  assert not trees.is_well_formed(target.replace("dog", "cat"), source, leaves="word")
+  with pytest.raises(ValueError, match="bracket-like"):
+    trees.linearize(nltk.Tree("TOP", [nltk.Tree("S", [nltk.Tree("NN", ["(NP"])])]),
+                    leaves="word")
+  with pytest.raises(ValueError, match="leaves"):
+    trees.linearize(SIMPLE, leaves="tags")
+
+
 def test_linearize_requires_pos_nodes():
   with pytest.raises(ValueError):
     trees.linearize(_t("(TOP (S John (VP (VBZ runs))))"))
@@ -149,6 +162,10 @@ def test_round_trip_all_real_trees(ptb_dir):
     # ... and without them it is the cleaned tree with every tag XX.
     assert trees.sequence_to_tree(target, source) == trees.placeholder_tree(
         tree)
+    # Word leaves: the same tree, and the words in order.
+    _, with_words = trees.linearize(tree, leaves="word")
+    assert [t for t in with_words.split() if not trees.is_bracket(t)] == source.split()
+    assert trees.sequence_to_tree(with_words, source) == trees.placeholder_tree(tree)
 
 
 def test_real_target_symbols(ptb_dir):
@@ -193,10 +210,14 @@ def test_sequence_to_tree_well_formed():
     # Empty phrases are removed (also nested ones).
     ("(S (NP )NP (VP (PP )PP )VP XX XX XX XX XX )S",
      "(TOP (S (XX John) (XX has) (XX a) (XX dog) (XX .)))"),
-    # Garbage tokens (words, POS tags, a lone "(", <unk>) are dropped; a
-    # lone ")" closes the innermost phrase like any closer.
-    ("<unk> (S NN ( XX John XX ) XX XX )S dog XX",
-     "(TOP (S (XX John) (XX has)) (XX a) (XX dog) (XX .))"),
+    # Every token that is not a bracket ((LABEL / )LABEL) is a leaf, whatever
+    # it says (<unk>, a POS tag, a lone "(" or ")", a wrong word): it takes the
+    # next source word; leaves beyond the last word are dropped.
+    ("<unk> (S NN ( XX John XX ) )S dog XX",
+     "(TOP (XX John) (S (XX has) (XX a) (XX dog) (XX .)))"),
+    # Word leaves (leaves="word") decode the same way as XX.
+    ("(S (NP John )NP (VP has (NP a dog",
+     "(TOP (S (NP (XX John)) (VP (XX has) (NP (XX a) (XX dog) (XX .)))))"),
     # Empty target: all words under the root.
     ("", "(TOP (XX John) (XX has) (XX a) (XX dog) (XX .))"),
 ])

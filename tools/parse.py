@@ -68,6 +68,10 @@ def _define_flags():
   flags.DEFINE_string("ptb_dir", None,
                       "prepare: folder with the wsj_NNNN.mrg files.")
   flags.DEFINE_string("output_dir", None, "prepare: folder for the outputs.")
+  flags.DEFINE_enum("leaves", "word", ["word", "xx"],
+                    "prepare, train: the leaf token of the target sequences: "
+                    "'word' (the word itself) or 'xx' (the XX placeholder of "
+                    "Vinyals et al. 2015); see t2t_repro.parsing.trees.")
   flags.DEFINE_list("splits", [],
                     "prepare, train: file ranges of the splits as NAME=FIRST-LAST "
                     "file numbers, e.g. train=1-4,dev=160-160,test=180-180 "
@@ -124,6 +128,9 @@ def _define_flags():
   flags.DEFINE_integer("decode_extra_length", None,
                        "decode: max output length = input length + this "
                        "[pieces] (default: hparams, 300).")
+  flags.DEFINE_bool("constrained", True,
+                    "decode: constrained beam search (t2t_repro.parsing."
+                    "constraint): only well-formed trees over the source words.")
   flags.DEFINE_integer("decode_batch_tokens", 1024,
                        "decode: source pieces per beam-search batch, padding "
                        "included (each sentence has beam_size hypotheses).")
@@ -137,14 +144,14 @@ def _define_flags():
 
 
 def _split_stats(cleaned, file_ids):
-  """Statistics of one split: counts, lengths, symbols."""
+  """Statistics of one split: counts, lengths, symbols (bracket tokens)."""
   src_lengths, tgt_lengths, symbols = [], [], set()
   for tree in cleaned:
     source, target = trees_lib.linearize(tree)
     src_lengths.append(len(source.split()))
     tokens = target.split()
     tgt_lengths.append(len(tokens))
-    symbols.update(t for t in tokens if t != trees_lib.PLACEHOLDER_TAG)
+    symbols.update(t for t in tokens if trees_lib.is_bracket(t))
   n = len(cleaned)
   return {
       "files": len(file_ids),
@@ -160,7 +167,7 @@ def _split_stats(cleaned, file_ids):
   }, symbols
 
 
-def prepare(ptb_dir, output_dir, splits=None):
+def prepare(ptb_dir, output_dir, splits=None, leaves="word"):
   """Writes {split}.src/.tgt/.tree, symbols.txt and stats.json.
 
   Args:
@@ -168,6 +175,8 @@ def prepare(ptb_dir, output_dir, splits=None):
     output_dir: str, created if missing.
     splits: dict name -> (first, last) file numbers; default
       ``trees.PTB_SAMPLE_SPLITS``.
+    leaves: the targets' leaf token, "word" or "xx" (``trees.linearize``);
+      recorded in stats.json for decoding.
 
   Returns:
     dict, the statistics (also written to stats.json).
@@ -179,7 +188,7 @@ def prepare(ptb_dir, output_dir, splits=None):
   os.makedirs(output_dir, exist_ok=True)
   by_split = trees_lib.split_file_ids(trees_lib.treebank_file_ids(ptb_dir),
                                       splits)
-  stats = {"splits": {}}
+  stats = {"leaves": leaves, "splits": {}}
   all_symbols = {}
   for name, file_ids in by_split.items():
     if not file_ids:
@@ -191,7 +200,7 @@ def prepare(ptb_dir, output_dir, splits=None):
                   os.path.join(output_dir, name + ".tgt"), "w",
                   encoding="utf-8") as tgt:
       for tree in cleaned:
-        source, target = trees_lib.linearize(tree)
+        source, target = trees_lib.linearize(tree, leaves)
         src.write(source + "\n")
         tgt.write(target + "\n")
     trees_lib.write_tree_lines(os.path.join(output_dir, name + ".tree"),
@@ -241,13 +250,15 @@ def _read_lines(path):
     return [line.rstrip("\n") for line in f]
 
 
-def delinearize_files(source_path, predictions_path, output_path):
+def delinearize_files(source_path, predictions_path, output_path, leaves="word"):
   """Turns predicted target sequences into trees (``sequence_to_tree``).
 
   Args:
     source_path: str, words, one sentence a line.
     predictions_path: str, target sequences, one a line, same line count.
     output_path: str, written with one tree a line (POS tags ``XX``).
+    leaves: the predictions' leaf token, "word" or "xx" (for the
+      well-formed count only: any non-bracket token is a leaf).
 
   Returns:
     dict: ``sentences`` and ``well_formed`` (predictions that needed no
@@ -258,17 +269,18 @@ def delinearize_files(source_path, predictions_path, output_path):
   """
   sources = _read_lines(source_path)
   predictions = _read_lines(predictions_path)
-  result, well_formed = delinearize(sources, predictions)
+  result, well_formed = delinearize(sources, predictions, leaves)
   trees_lib.write_tree_lines(output_path, result)
   return {"sentences": len(result), "well_formed": well_formed}
 
 
-def delinearize(sources, predictions):
+def delinearize(sources, predictions, leaves="word"):
   """``sequence_to_tree`` over lists (the in-memory ``delinearize_files``).
 
   Args:
     sources: list[str], space-separated words, one sentence each.
     predictions: list[str], target sequences, same length.
+    leaves: "word" or "xx", see ``delinearize_files``.
 
   Returns:
     (trees: list[nltk.Tree] with root TOP, leaves == the words, tags XX;
@@ -284,7 +296,7 @@ def delinearize(sources, predictions):
   result = []
   for words, target in zip(sources, predictions):
     tree = trees_lib.sequence_to_tree(target, words)
-    well_formed += trees_lib.linearize(tree)[1].split() == target.split()
+    well_formed += trees_lib.linearize(tree, leaves)[1].split() == target.split()
     result.append(tree)
   return result, well_formed
 
@@ -489,7 +501,8 @@ def _update_json(path, values):
 
 def decode_split(model, tokenizer, data_dir, split, output_dir, *, beam_size,
                  alpha, decode_extra_length, batch_tokens=1024,
-                 max_sentences=0, progress=True):
+                 max_sentences=0, progress=True, leaves="word",
+                 constraint=None):
   """Parses one prepared split with beam search and scores it with EVALB.
 
   Reads ``{data_dir}/{split}.src`` (words) and ``.tree`` (gold trees);
@@ -510,6 +523,8 @@ def decode_split(model, tokenizer, data_dir, split, output_dir, *, beam_size,
     batch_tokens: source pieces per beam-search batch, padding included.
     max_sentences: only the first N sentences (0: all).
     progress: progress bar on stderr.
+    leaves: the model's leaf token, "word" or "xx" (prepare's ``leaves``).
+    constraint: None (plain beam search) or a ``TreeConstraint``.
 
   Returns:
     (result: evalb.EvalbResult, info: dict with ``sentences``,
@@ -533,14 +548,14 @@ def decode_split(model, tokenizer, data_dir, split, output_dir, *, beam_size,
   predictions = translate_lines(
       model, tokenizer, sources, beam_size=beam_size, alpha=alpha,
       batch_tokens=batch_tokens, decode_extra_length=decode_extra_length,
-      progress=progress)
+      progress=progress, constraint=constraint)
   seconds = time.monotonic() - start
   os.makedirs(output_dir, exist_ok=True)
   tgt_path = os.path.join(output_dir, f"{split}.pred.tgt")
   tree_path = os.path.join(output_dir, f"{split}.pred.tree")
   with open(tgt_path, "w", encoding="utf-8") as f:
     f.writelines(p + "\n" for p in predictions)
-  test, well_formed = delinearize(sources, predictions)
+  test, well_formed = delinearize(sources, predictions, leaves)
   trees_lib.write_tree_lines(tree_path, test)
   result = evalb.evaluate(gold, fill_placeholder_tags(gold, test))
   info = {
@@ -549,14 +564,30 @@ def decode_split(model, tokenizer, data_dir, split, output_dir, *, beam_size,
       "sentences_per_second": round(len(sources) / max(seconds, 1e-9), 3),
       "beam_size": beam_size, "alpha": alpha,
       "decode_extra_length": decode_extra_length,
+      "constrained": constraint is not None,
       "predictions": tgt_path, "trees": tree_path,
   }
   return result, info
 
 
+def data_leaves(data_dir):
+  """The leaf token prepare wrote into ``data_dir`` ("word" or "xx")."""
+  with open(os.path.join(data_dir, "stats.json"), encoding="utf-8") as f:
+    return json.load(f)["leaves"]
+
+
+def tree_constraint(tokenizer, leaves):
+  """``TreeConstraint`` over the pieces of ``tokenizer``'s vocabulary."""
+  import sentencepiece as spm  # pylint: disable=import-outside-toplevel
+  from t2t_repro.parsing.constraint import TreeConstraint  # pylint: disable=import-outside-toplevel
+  sp = spm.SentencePieceProcessor(model_proto=tokenizer.model_proto)
+  return TreeConstraint([sp.id_to_piece(i) for i in range(sp.get_piece_size())],
+                        leaves=leaves)
+
+
 def decode_model_dir(model_dir, data_dir, splits, *, beam_size=None,
                      alpha=None, decode_extra_length=None, batch_tokens=1024,
-                     max_sentences=0, checkpoint_path=None):
+                     max_sentences=0, checkpoint_path=None, constrained=True):
   """Decodes and scores ``splits`` with the latest (or given) checkpoint.
 
   Prints, per split, the well-formed count, the decoding time and EVALB's
@@ -572,6 +603,7 @@ def decode_model_dir(model_dir, data_dir, splits, *, beam_size=None,
     beam_size, alpha, decode_extra_length: None means the model's hparams.
     batch_tokens, max_sentences: see ``decode_split``.
     checkpoint_path: None (latest) or a checkpoint prefix.
+    constrained: decode with ``TreeConstraint`` (well-formed trees only).
 
   Returns:
     dict, the ``decode`` entry written.
@@ -596,10 +628,13 @@ def decode_model_dir(model_dir, data_dir, splits, *, beam_size=None,
         f"{settings['beam_size']}, alpha {settings['alpha']}, max length "
         f"input + {settings['decode_extra_length']}", flush=True)
   entry = {"checkpoint": checkpoint_path, "step": step}
+  leaves = data_leaves(data_dir)
+  constraint = tree_constraint(tokenizer, leaves) if constrained else None
   for split in splits:
     result, info = decode_split(
         model, tokenizer, data_dir, split, os.path.join(model_dir, "decode"),
-        batch_tokens=batch_tokens, max_sentences=max_sentences, **settings)
+        batch_tokens=batch_tokens, max_sentences=max_sentences, leaves=leaves,
+        constraint=constraint, **settings)
     print(f"\n=== {split}: {info['sentences']} sentences decoded in "
           f"{info['decode_seconds']:.1f} s ({info['sentences_per_second']:.2f} "
           f"sent/s); {info['well_formed']} outputs well formed, "
@@ -646,7 +681,8 @@ def _require(*names):
 
 def run_prepare():
   _require("ptb_dir", "output_dir")
-  stats = prepare(FLAGS.ptb_dir, FLAGS.output_dir, parse_splits(FLAGS.splits))
+  stats = prepare(FLAGS.ptb_dir, FLAGS.output_dir, parse_splits(FLAGS.splits),
+                  FLAGS.leaves)
   print(format_stats(stats))
   print(f"wrote {FLAGS.output_dir}/{{train,dev,test}}.{{src,tgt,tree}}, "
         "symbols.txt, stats.json")
@@ -654,7 +690,8 @@ def run_prepare():
 
 def run_delinearize():
   _require("source", "predictions", "output")
-  counts = delinearize_files(FLAGS.source, FLAGS.predictions, FLAGS.output)
+  counts = delinearize_files(FLAGS.source, FLAGS.predictions, FLAGS.output,
+                             FLAGS.leaves)
   print(f"{counts['sentences']} trees written to {FLAGS.output}; "
         f"{counts['well_formed']} predictions were well-formed, "
         f"{counts['sentences'] - counts['well_formed']} repaired")
@@ -687,7 +724,8 @@ def run_train():
   model_dir, data_dir = FLAGS.model_dir, _data_dir()
   os.makedirs(model_dir, exist_ok=True)
   start = time.monotonic()
-  stats = prepare(FLAGS.ptb_dir, data_dir, parse_splits(FLAGS.splits))
+  stats = prepare(FLAGS.ptb_dir, data_dir, parse_splits(FLAGS.splits),
+                  FLAGS.leaves)
   print(format_stats(stats), flush=True)
   hp = hparams_lib.get_hparams(FLAGS.hparams, FLAGS.hparams_override)
   vocab_path = os.path.join(model_dir, "vocab.model")
@@ -695,11 +733,13 @@ def run_train():
   train_tgt = _read_lines(os.path.join(data_dir, "train.tgt"))
   if FLAGS.bracket_vocab and not os.path.exists(vocab_path):
     symbols = _read_lines(os.path.join(data_dir, "symbols.txt"))
+    if FLAGS.leaves == "xx":
+      symbols.append(trees_lib.PLACEHOLDER_TAG)
     learn_bracket_vocab(
         (text for pair in zip(train_src, train_tgt) for text in pair),
-        symbols + [trees_lib.PLACEHOLDER_TAG], hp.vocab_size, vocab_path)
+        symbols, hp.vocab_size, vocab_path)
     print(f"learned {vocab_path}: {hp.vocab_size} pieces, {len(symbols)} "
-          "bracket symbols + XX as single pieces", flush=True)
+          "symbols as single pieces", flush=True)
   command = train_command(
       model_dir, data_dir, hparams=FLAGS.hparams,
       hparams_override=FLAGS.hparams_override,
@@ -746,7 +786,7 @@ def _run_decode(model_dir, data_dir):
       alpha=FLAGS.alpha, decode_extra_length=FLAGS.decode_extra_length,
       batch_tokens=FLAGS.decode_batch_tokens,
       max_sentences=FLAGS.max_sentences,
-      checkpoint_path=FLAGS.checkpoint_path)
+      checkpoint_path=FLAGS.checkpoint_path, constrained=FLAGS.constrained)
 
 
 def run_decode():

@@ -37,6 +37,18 @@ If a sentence has fewer than `n_best` finished hypotheses at its maximum length,
 its best unfinished (truncated, no EOS) hypotheses fill the list, scored with
 lp(max_length) (tensor2tensor returns the alive beam in that case too).
 
+Constrained decoding: an optional `constraint` object restricts the tokens each
+hypothesis may take next (e.g. `t2t_repro.parsing.constraint.TreeConstraint`:
+balanced brackets over exactly the source words). Forbidden tokens get log-probability
+NEG before ranking; allowed ones keep the model's log-probability (no renormalisation,
+so scores stay log P(Y|X) under the model). The protocol, all tensors with one row per
+hypothesis (batch * beam_size rows, the beams of a sentence adjacent):
+  `start(inputs, beam_size, max_lengths)` -> state, a nest of tensors
+    [batch * beam_size, ...] (max_lengths: int32 [batch], tokens, EOS included);
+  `allowed(state)` -> bool [batch * beam_size, vocab];
+  `advance(state, tokens)` -> the state after appending tokens (int32 [batch * beam_size]).
+The search reorders the state with the beams (tf.gather on axis 0), like the cache.
+
 Entry points:
   `beam_search(model, inputs, ...)` -> (ids [batch, n_best, T], scores [batch, n_best]).
   `greedy_decode(model, inputs, ...)` = beam size 1 -> (ids [batch, T], scores [batch]).
@@ -136,7 +148,8 @@ def _repeat_beams(x, beam_size):
 
 
 def search(model, inputs, max_decode_length, alpha, beam_size=4, n_best=None, eos_id=EOS_ID,
-           early_stop=True, static_max_length=None, cached=True, return_steps=False):
+           early_stop=True, static_max_length=None, cached=True, return_steps=False,
+           constraint=None):
   """Builds the beam search graph (call inside a tf.function, or eagerly).
 
   Args:
@@ -157,6 +170,8 @@ def search(model, inputs, max_decode_length, alpha, beam_size=4, n_best=None, eo
     cached: False recomputes the full decoder at every step (`decode_uncached`).
     return_steps: also return int32 [batch], the decoding steps run per sentence
       (shows where early termination stopped it).
+    constraint: None, or an object with `start` / `allowed` / `advance` (see the
+      module docstring) that restricts the next token of every hypothesis.
 
   Returns:
     ids: int32 [batch, n_best, T], best first, 0-padded after EOS; T is
@@ -193,15 +208,19 @@ def search(model, inputs, max_decode_length, alpha, beam_size=4, n_best=None, eo
   done = max_lengths <= 0
   positions = tf.range(max_len)
   beam_offsets = (tf.range(batch) * k)[:, None]
+  constraint_state = () if constraint is None else constraint.start(inputs, k, max_lengths)
 
   def write(seqs, i, tokens):
     """seqs [b, k, T] with tokens [b, k] written at position i."""
     return tf.where(tf.equal(positions, i)[None, None, :], tokens[:, :, None], seqs)
 
-  def body(i, steps, done, alive_seq, alive_log_probs, finished_seq, finished_scores, state):
+  def body(i, steps, done, alive_seq, alive_log_probs, finished_seq, finished_scores, state,
+           constraint_state):
     steps += tf.cast(tf.logical_not(done), tf.int32)
     logits, new_state = step_fn(tf.reshape(alive_seq, [batch * k, -1]), i, state)
     log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))
+    if constraint is not None:
+      log_probs = tf.where(constraint.allowed(constraint_state), log_probs, NEG)
     candidates = alive_log_probs[:, :, None] + tf.reshape(log_probs, [batch, k, vocab])
     flat = tf.reshape(candidates, [batch, k * vocab])
     penalty = length_penalty(i + 1, alpha)
@@ -221,7 +240,12 @@ def search(model, inputs, max_decode_length, alpha, beam_size=4, n_best=None, eo
     alive_lp, alive_index = tf.math.top_k(tf.where(is_eos, NEG, flat), k)
     alive_beam = alive_index // vocab
     grown_seq = write(tf.gather(alive_seq, alive_beam, batch_dims=1), i, alive_index % vocab)
-    new_state = step_fn.reorder(new_state, tf.reshape(beam_offsets + alive_beam, [-1]))
+    rows = tf.reshape(beam_offsets + alive_beam, [-1])
+    new_state = step_fn.reorder(new_state, rows)
+    if constraint is not None:
+      constraint_state = constraint.advance(
+          tf.nest.map_structure(lambda t: tf.gather(t, rows, axis=0), constraint_state),
+          tf.reshape(alive_index % vocab, [-1]))
 
     # Done sentences are frozen.
     keep = done[:, None]
@@ -239,16 +263,17 @@ def search(model, inputs, max_decode_length, alpha, beam_size=4, n_best=None, eo
       bound = alive_log_probs[:, 0] / length_penalty(max_lengths, alpha)
       nth = finished_scores[:, n_best - 1]
       done = done | ((nth > _VALID) & (nth > bound))
-    return i + 1, steps, done, alive_seq, alive_log_probs, finished_seq, finished_scores, new_state
+    return (i + 1, steps, done, alive_seq, alive_log_probs, finished_seq, finished_scores,
+            new_state, constraint_state)
 
   def cond(i, steps, done, *unused):
     return tf.logical_and(i < max_len, tf.logical_not(tf.reduce_all(done)))
 
   loop_vars = (tf.constant(0), tf.zeros([batch], tf.int32), done, alive_seq, alive_log_probs,
-               finished_seq, finished_scores, step_fn.initial_state)
+               finished_seq, finished_scores, step_fn.initial_state, constraint_state)
   # The loop keeps every shape; relaxed invariants only say the batch may vary.
   invariants = tf.nest.map_structure(lambda t: tf.TensorShape([None] * t.shape.rank), loop_vars)
-  _, steps, _, alive_seq, alive_log_probs, finished_seq, finished_scores, _ = tf.while_loop(
+  _, steps, _, alive_seq, alive_log_probs, finished_seq, finished_scores, _, _ = tf.while_loop(
       cond, body, loop_vars, shape_invariants=invariants, maximum_iterations=max_len)
 
   # n-best: the finished hypotheses (sorted), then unfinished ones if too few finished.
@@ -279,6 +304,7 @@ class BeamSearchDecoder(tf.Module):
       for fixed-size padded decoding (static shapes, needed by XLA).
     jit_compile: compile with XLA; requires static_max_length.
     cached: False for the uncached reference decoder.
+    constraint: None, or a constraint object (see `search`), held by the decoder.
 
   Call args:
     inputs: int32 [batch, src_len].
@@ -293,7 +319,8 @@ class BeamSearchDecoder(tf.Module):
   """
 
   def __init__(self, model, beam_size=4, n_best=None, eos_id=EOS_ID, early_stop=True,
-               static_max_length=None, jit_compile=False, cached=True, name=None):
+               static_max_length=None, jit_compile=False, cached=True, constraint=None,
+               name=None):
     super().__init__(name=name)
     if jit_compile and static_max_length is None:
       raise ValueError("jit_compile=True needs static_max_length (XLA needs static shapes)")
@@ -304,7 +331,7 @@ class BeamSearchDecoder(tf.Module):
     if not 1 <= self.n_best <= beam_size:
       raise ValueError(f"n_best must be in [1, beam_size={beam_size}], got {n_best}")
     options = dict(beam_size=beam_size, n_best=self.n_best, eos_id=eos_id, early_stop=early_stop,
-                   static_max_length=static_max_length, cached=cached)
+                   static_max_length=static_max_length, cached=cached, constraint=constraint)
     signature = [tf.TensorSpec([None, None], tf.int32, name="inputs"),
                  tf.TensorSpec([None], tf.int32, name="max_decode_length"),
                  tf.TensorSpec([], tf.float32, name="alpha")]
@@ -348,7 +375,7 @@ def _lengths(inputs, max_decode_length, decode_extra_length):
 
 def beam_search(model, inputs, beam_size=4, alpha=0.6, max_decode_length=None, eos_id=EOS_ID,
                 n_best=None, early_stop=True, decode_extra_length=50, static_max_length=None,
-                jit_compile=False):
+                jit_compile=False, constraint=None):
   """Beam search with the GNMT length penalty (§6.1), cached incremental decoding.
 
   Args:
@@ -365,6 +392,7 @@ def beam_search(model, inputs, beam_size=4, alpha=0.6, max_decode_length=None, e
     decode_extra_length: see max_decode_length (paper 50).
     static_max_length, jit_compile: fixed-size padded decoding / XLA, see
       `BeamSearchDecoder`.
+    constraint: None, or an object restricting the next tokens (see `search`).
 
   Returns:
     ids: int32 [batch, n_best, T], best first; a hypothesis ends with EOS and is
@@ -379,7 +407,7 @@ def beam_search(model, inputs, beam_size=4, alpha=0.6, max_decode_length=None, e
   inputs, lengths = _lengths(inputs, max_decode_length, decode_extra_length)
   decoder = get_decoder(model, beam_size=beam_size, n_best=n_best, eos_id=eos_id,
                         early_stop=early_stop, static_max_length=static_max_length,
-                        jit_compile=jit_compile)
+                        jit_compile=jit_compile, constraint=constraint)
   return decoder(inputs, lengths, alpha)
 
 

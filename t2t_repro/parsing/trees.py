@@ -18,14 +18,24 @@ whitespace.
 
   - ``(LABEL`` opens a phrase labelled LABEL (e.g. ``(NP``);
   - ``)LABEL`` closes it, repeating the label (e.g. ``)NP``);
-  - ``XX`` stands for one word: its part-of-speech (POS) preterminal is not
-    kept, every POS tag is replaced by the placeholder ``XX``.
+  - a leaf token per word: with ``leaves="xx"`` (Vinyals et al. 2015) the
+    placeholder ``XX``, with ``leaves="word"`` the word itself. Either way the
+    part-of-speech (POS) preterminal is not kept.
 
   ``(S (NP (NNP John)) (VP (VBZ has) (NP (DT a) (NN dog))) (. .))`` gives
   source ``John has a dog .`` and target
-  ``(S (NP XX )NP (VP XX (NP XX XX )NP )VP XX )S``.
+  ``(S (NP XX )NP (VP XX (NP XX XX )NP )VP XX )S`` (leaves="xx") or
+  ``(S (NP John )NP (VP has (NP a dog )NP )VP . )S`` (leaves="word").
 
-Why POS tags are replaced by ``XX`` (the choice of Vinyals et al. 2015):
+Why the words as leaves (tools/parse.py's default): a decoder writing ``XX``
+must count the leaves it wrote to know which source word comes next, and
+attention learns counting slowly; the session-1 model wrote 10.9 ``XX`` for
+24.3 words after 19 passes over the data (docs/RESULTS.md). Writing the word
+makes that alignment a copy the loss trains directly, and the next word is
+found by content. The leaves are still fixed by the input (constrained
+decoding, ``t2t_repro.parsing.constraint``, copies them), never chosen.
+
+Why POS tags are not predicted (the choice of Vinyals et al. 2015):
 
 * the target vocabulary stays tiny: one leaf token plus two tokens per phrase
   label (55 tokens on the PTB sample), instead of 45 POS tags more;
@@ -58,6 +68,7 @@ import nltk
 ROOT_LABEL = "TOP"
 PLACEHOLDER_TAG = "XX"
 NONE_TAG = "-NONE-"
+LEAVES = ("xx", "word")
 
 # File split of the NLTK PTB sample (inclusive wsj_NNNN ranges); there is no
 # official split of this sample (shared/data/README.md, "Penn Treebank sample").
@@ -326,42 +337,57 @@ def clean(tree):
 # ---------------------------------------------------------------- linearizing
 
 
-def _target_tokens(node, out):
+def is_bracket(token):
+  """True for ``(LABEL`` / ``)LABEL`` target tokens (not for leaves)."""
+  return len(token) > 1 and token[0] in "()"
+
+
+def _target_tokens(node, out, leaves):
   """Appends the target tokens of a subtree to ``out``."""
   if is_preterminal(node):
-    out.append(PLACEHOLDER_TAG)
+    word = node[0]
+    if leaves == "word" and (is_bracket(word) or not word or
+                             any(ch.isspace() for ch in word)):
+      raise ValueError(f"word {word!r} cannot be a leaf token (empty, spaces or "
+                       "bracket-like)")
+    out.append(PLACEHOLDER_TAG if leaves == "xx" else word)
     return
   if not isinstance(node, nltk.Tree) or any(isinstance(c, str) for c in node):
     raise ValueError(f"word without a POS node under {node!r}")
-  out.append("(" + node.label())
+  label = node.label()
+  if not label or any(ch.isspace() for ch in label):
+    raise ValueError(f"bad label {label!r} in {node!r}")
+  out.append("(" + label)
   for child in node:
-    _target_tokens(child, out)
-  out.append(")" + node.label())
+    _target_tokens(child, out, leaves)
+  out.append(")" + label)
 
 
-def linearize(tree):
+def linearize(tree, leaves="xx"):
   """Source and target sequences of a tree (Vinyals et al. 2015 §2, Fig. 2).
 
   Args:
     tree: nltk.Tree, normally cleaned (``clean``), root ``TOP``. The root is
       not written; its children are linearized one after the other.
+    leaves: "xx" (one ``XX`` per word) or "word" (the word itself).
 
   Returns:
     (source, target): two str of space-separated tokens; ``source`` has one
-    token per word, ``target`` has ``(L``/``)L`` per phrase and ``XX`` per word.
+    token per word, ``target`` has ``(L``/``)L`` per phrase and one leaf
+    token per word.
 
   Raises:
-    ValueError: a word hangs directly under a phrase node (no POS node), or a
-      label is empty or contains whitespace.
+    ValueError: ``leaves`` unknown, a word hangs directly under a phrase node
+      (no POS node), a label is empty or contains whitespace, or (leaves=
+      "word") a word is empty, contains whitespace or looks like a bracket
+      token (``is_bracket``).
   """
+  if leaves not in LEAVES:
+    raise ValueError(f"leaves must be one of {LEAVES}, got {leaves!r}")
   tokens = []
   children = [tree] if is_preterminal(tree) else list(tree)
   for child in children:
-    _target_tokens(child, tokens)
-  for token in tokens:
-    if (len(token) < 2 and token != PLACEHOLDER_TAG) or any(
-        ch.isspace() for ch in token):
-      raise ValueError(f"bad label for token {token!r} in {tree!r}")
+    _target_tokens(child, tokens, leaves)
   return " ".join(tree.leaves()), " ".join(tokens)
 
 
@@ -377,9 +403,9 @@ def target_symbols(trees, include_placeholder=False):
   """
   symbols = set()
   for tree in trees:
-    symbols.update(linearize(tree)[1].split())
-  if not include_placeholder:
-    symbols.discard(PLACEHOLDER_TAG)
+    symbols.update(t for t in linearize(tree)[1].split() if is_bracket(t))
+  if include_placeholder:
+    symbols.add(PLACEHOLDER_TAG)
   return sorted(symbols)
 
 
@@ -409,13 +435,12 @@ def sequence_to_tree(target, words, tags=None):
   repaired, so a model's raw output always gives a tree that EVALB can read:
 
   * ``(LABEL`` opens a phrase under the innermost open one;
-  * any token starting with ``)`` closes the innermost open phrase, whatever
-    its label (a mismatched or missing label is accepted); a closer with no
-    open phrase is dropped;
-  * ``XX`` takes the next word as a preterminal; ``XX`` beyond the last word is
-    dropped;
-  * every other token (``(`` alone, words, POS tags, ``<unk>``, ...) is
-    dropped;
+  * ``)LABEL`` closes the innermost open phrase, whatever its label (a
+    mismatched label is accepted); a closer with no open phrase is dropped;
+  * every other token is a leaf (``XX``, or a word: with leaves="word" the
+    target holds the words; whatever the token, it takes the next source word
+    as a preterminal, so the tree's leaves are always the source words); a
+    leaf beyond the last word is dropped;
   * phrases still open at the end are closed;
   * words left over (too few ``XX``) are attached, as preterminals, to the
     innermost phrase still open at the end, or to the root;
@@ -447,14 +472,14 @@ def sequence_to_tree(target, words, tags=None):
   stack = [root]
   used = 0
   for token in tokens:
-    if token.startswith("(") and len(token) > 1:
+    if is_bracket(token) and token[0] == "(":
       node = nltk.Tree(token[1:], [])
       stack[-1].append(node)
       stack.append(node)
-    elif token.startswith(")"):
+    elif is_bracket(token):
       if len(stack) > 1:
         stack.pop()
-    elif token == PLACEHOLDER_TAG and used < len(words):
+    elif used < len(words):
       stack[-1].append(leaf(used))
       used += 1
   for i in range(used, len(words)):
@@ -463,22 +488,23 @@ def sequence_to_tree(target, words, tags=None):
   return nltk.Tree(ROOT_LABEL, []) if pruned is None else pruned
 
 
-def is_well_formed(target, words):
+def is_well_formed(target, words, leaves="xx"):
   """True if ``sequence_to_tree`` needs no repair for this target.
 
-  That is: brackets balanced with matching labels, one ``XX`` per word, no
-  other token, no phrase without a word. Equivalent to the target being the
-  linearization of the tree it decodes to.
+  That is: brackets balanced with matching labels, one leaf per word (``XX``,
+  or with leaves="word" the word itself), no phrase without a word.
+  Equivalent to the target being the linearization of the tree it decodes to.
 
   Args:
     target: str or list[str], target tokens.
     words: str or list[str], the source words.
+    leaves: "xx" or "word", as in ``linearize``.
 
   Returns:
     bool.
   """
   tokens = target.split() if isinstance(target, str) else list(target)
-  return linearize(sequence_to_tree(tokens, words))[1].split() == tokens
+  return linearize(sequence_to_tree(tokens, words), leaves)[1].split() == tokens
 
 
 def restore_tags(tree, tags, only=None):
