@@ -143,15 +143,31 @@ def _define_flags():
 # ---------------------------------------------------------------- prepare
 
 
+def _bracket_shape(tokens):
+  """(deepest nesting, longest run of opening brackets) of one target."""
+  depth = deepest = run = longest = 0
+  for token in tokens:
+    opens = trees_lib.is_bracket(token) and token[0] == "("
+    closes = trees_lib.is_bracket(token) and token[0] == ")"
+    depth += opens - closes
+    run = run + 1 if opens else 0
+    deepest, longest = max(deepest, depth), max(longest, run)
+  return deepest, longest
+
+
 def _split_stats(cleaned, file_ids):
-  """Statistics of one split: counts, lengths, symbols (bracket tokens)."""
+  """Statistics of one split: counts, lengths, symbols (bracket tokens),
+  deepest nesting and longest run of opening brackets."""
   src_lengths, tgt_lengths, symbols = [], [], set()
+  max_depth = max_open_run = 0
   for tree in cleaned:
     source, target = trees_lib.linearize(tree)
     src_lengths.append(len(source.split()))
     tokens = target.split()
     tgt_lengths.append(len(tokens))
     symbols.update(t for t in tokens if trees_lib.is_bracket(t))
+    depth, run = _bracket_shape(tokens)
+    max_depth, max_open_run = max(max_depth, depth), max(max_open_run, run)
   n = len(cleaned)
   return {
       "files": len(file_ids),
@@ -164,6 +180,8 @@ def _split_stats(cleaned, file_ids):
       "max_target_len": max(tgt_lengths, default=0),
       "sentences_len_le_40": sum(1 for x in src_lengths if x <= 40),
       "distinct_target_symbols": len(symbols),
+      "max_depth": max_depth,
+      "max_open_run": max_open_run,
   }, symbols
 
 
@@ -570,19 +588,24 @@ def decode_split(model, tokenizer, data_dir, split, output_dir, *, beam_size,
   return result, info
 
 
-def data_leaves(data_dir):
-  """The leaf token prepare wrote into ``data_dir`` ("word" or "xx")."""
-  with open(os.path.join(data_dir, "stats.json"), encoding="utf-8") as f:
-    return json.load(f)["leaves"]
+def tree_constraint(tokenizer, data_dir):
+  """``TreeConstraint`` over the pieces of ``tokenizer``'s vocabulary, with the
+  leaf token of prepare's ``data_dir`` and the train split's deepest nesting and
+  longest run of opening brackets as its bounds.
 
-
-def tree_constraint(tokenizer, leaves):
-  """``TreeConstraint`` over the pieces of ``tokenizer``'s vocabulary."""
+  Raises:
+    FileNotFoundError, KeyError: ``data_dir``/stats.json missing or written by
+      an older prepare (run prepare again).
+  """
   import sentencepiece as spm  # pylint: disable=import-outside-toplevel
   from t2t_repro.parsing.constraint import TreeConstraint  # pylint: disable=import-outside-toplevel
+  with open(os.path.join(data_dir, "stats.json"), encoding="utf-8") as f:
+    stats = json.load(f)
   sp = spm.SentencePieceProcessor(model_proto=tokenizer.model_proto)
+  train = stats["splits"]["train"]
   return TreeConstraint([sp.id_to_piece(i) for i in range(sp.get_piece_size())],
-                        leaves=leaves)
+                        leaves=stats["leaves"], max_depth=train["max_depth"],
+                        max_open_run=train["max_open_run"])
 
 
 def decode_model_dir(model_dir, data_dir, splits, *, beam_size=None,
@@ -628,8 +651,9 @@ def decode_model_dir(model_dir, data_dir, splits, *, beam_size=None,
         f"{settings['beam_size']}, alpha {settings['alpha']}, max length "
         f"input + {settings['decode_extra_length']}", flush=True)
   entry = {"checkpoint": checkpoint_path, "step": step}
-  leaves = data_leaves(data_dir)
-  constraint = tree_constraint(tokenizer, leaves) if constrained else None
+  with open(os.path.join(data_dir, "stats.json"), encoding="utf-8") as f:
+    leaves = json.load(f)["leaves"]
+  constraint = tree_constraint(tokenizer, data_dir) if constrained else None
   for split in splits:
     result, info = decode_split(
         model, tokenizer, data_dir, split, os.path.join(model_dir, "decode"),

@@ -13,9 +13,10 @@ linearization (`t2t_repro.parsing.trees.linearize`) over the source words:
   inside a word (its next piece does not start with the word-boundary mark
   ``▁``) only that piece;
 * ``(LABEL`` only between words, while words are left (no empty phrase),
-  below `max_depth` open phrases, and while the maximum output length still
-  leaves room to finish (the remaining leaves, a closer per open phrase and
-  EOS), so every hypothesis can end within it;
+  below `max_depth` open phrases, after fewer than `max_open_run` opening
+  brackets in a row, and while the maximum output length still leaves room to
+  finish (the remaining leaves, a closer per open phrase and EOS), so every
+  hypothesis can end within it;
 * ``)LABEL`` only between words, only the label of the innermost open phrase,
   not right after its ``(LABEL`` (no empty phrase), and the outermost phrase
   only after the last word (one root);
@@ -57,22 +58,28 @@ class TreeConstraint:
       or "xx" (the Vinyals et al. placeholder ``XX`` per word; needs the piece
       ``▁XX``).
     eos_id: int, end-of-sequence id (its piece is not a bracket).
-    max_depth: int, most phrases open at once (the PTB sample's deepest
-      target has 28).
+    max_depth: int, most phrases open at once (the PTB sample's train
+      targets: 28).
+    max_open_run: int, most opening brackets in a row, i.e. phrases starting
+      at the same word (train targets: 6). Without this bound a weak model
+      under the length penalty writes unary loops such as 30 x ``(NX`` before
+      one word (seen with `parsing_small` after 4,000 updates), which cost a
+      bracket error each and many decoding steps.
 
   State per hypothesis (rows = batch * beam): ``leaves`` int32 [rows, S] (the
   leaf piece sequence), ``n_leaves`` int32 [rows], ``pos`` int32 [rows] (leaf
   pieces written), ``depth`` int32 [rows] (open phrases), ``stack`` int32
   [rows, max_depth] (closing-token id of each open phrase), ``opened`` bool
-  [rows] (the last token opened a phrase), ``left`` int32 [rows] (tokens that
-  may still be written, EOS included).
+  [rows] (the last token opened a phrase), ``run`` int32 [rows] (opening
+  brackets in a row at the end), ``left`` int32 [rows] (tokens that may still
+  be written, EOS included).
 
   Raises:
     ValueError: no bracket piece in ``pieces``, an opening bracket without its
       closing piece, ``leaves`` unknown, or ``XX`` missing with leaves="xx".
   """
 
-  def __init__(self, pieces, leaves="word", eos_id=1, max_depth=40):
+  def __init__(self, pieces, leaves="word", eos_id=1, max_depth=40, max_open_run=8):
     if leaves not in LEAVES:
       raise ValueError(f"leaves must be one of {LEAVES}, got {leaves!r}")
     index = {piece: i for i, piece in enumerate(pieces)}
@@ -93,7 +100,8 @@ class TreeConstraint:
     if not any(is_open):
       raise ValueError("the vocabulary has no bracket pieces such as '\u2581(NP' "
                        "(learn it with tools/parse.py's learn_bracket_vocab)")
-    self.leaves, self.eos_id, self.max_depth = leaves, eos_id, max_depth
+    self.leaves, self.eos_id = leaves, eos_id
+    self.max_depth, self.max_open_run = max_depth, max_open_run
     self.vocab_size = len(pieces)
     self._is_open = tf.constant(is_open)
     self._is_close = tf.constant(is_close)
@@ -141,7 +149,7 @@ class TreeConstraint:
             "left": tf.repeat(max_lengths, beam_size, axis=0),
             "pos": tf.zeros([rows], tf.int32), "depth": tf.zeros([rows], tf.int32),
             "stack": tf.zeros([rows, self.max_depth], tf.int32),
-            "opened": tf.zeros([rows], tf.bool)}
+            "opened": tf.zeros([rows], tf.bool), "run": tf.zeros([rows], tf.int32)}
 
   def allowed(self, state):
     """bool [rows, vocab]: the tokens each hypothesis may write next."""
@@ -154,7 +162,8 @@ class TreeConstraint:
     can_leaf = more & inside
     # An opening bracket, then the remaining leaves, depth + 1 closers and EOS must fit.
     room = state["left"] >= n_leaves - pos + depth + 3
-    can_open = more & between_words & (depth < self.max_depth) & room
+    can_open = (more & between_words & (depth < self.max_depth)
+                & (state["run"] < self.max_open_run) & room)
     can_close = (between_words & inside & tf.logical_not(state["opened"])
                  & ((depth > 1) | tf.logical_not(more)))
     can_eos = tf.logical_not(more) & tf.logical_not(inside)
@@ -180,4 +189,5 @@ class TreeConstraint:
                 pos=state["pos"] + tf.cast(leaf, tf.int32),
                 depth=depth + tf.cast(opens, tf.int32) - tf.cast(closes, tf.int32),
                 stack=tf.where(push, tf.gather(self._close_of, tokens)[:, None], state["stack"]),
-                opened=opens, left=state["left"] - 1)
+                opened=opens, run=tf.where(opens, state["run"] + 1, 0),
+                left=state["left"] - 1)
