@@ -126,17 +126,21 @@ def test_model_only_checkpoint_holds_every_variable(tmp_path):
     np.testing.assert_array_equal(a.numpy(), b.numpy())
 
 
-def test_cached_decoding_equals_full_decoder():
+@pytest.mark.parametrize("grow_cache", [False, True])
+def test_cached_decoding_equals_full_decoder(grow_cache):
   model = _model(norm_type="pre")
   src = np.array([[5, 6, 7, 1, 0], [8, 9, 1, 0, 0]], np.int32)
   tgt = np.array([[11, 12, 13, 14, 1], [15, 16, 1, 0, 0]], np.int32)
   full = model((src, tgt)).numpy()
   memory, bias = model.encode(src)
-  cache = model.init_cache(memory, 7)
+  cache = model.init_cache(memory, None if grow_cache else 7)
   previous = np.pad(tgt[:, :-1], [[0, 0], [1, 0]])
   for step in range(tgt.shape[1]):
-    logits, cache = model.decode_step(tf.constant(previous[:, step]), tf.constant(step), cache, bias)
+    logits, cache = model.decode_step(tf.constant(previous[:, step]), tf.constant(step), cache, bias,
+                                      grow_cache=grow_cache)
     np.testing.assert_allclose(logits.numpy(), full[:, step], atol=1e-5)
+    expected_length = step + 1 if grow_cache else 7
+    assert cache["decoder_0"]["self"]["k"].shape[2] == expected_length
 
 
 @pytest.mark.parametrize("name,paper_m", [("base", 65), ("big", 213)])

@@ -32,6 +32,21 @@ def test_smoothed_cross_entropy_matches_explicit_distribution():
   np.testing.assert_allclose(nll.numpy(), (ref_nll * weights).sum(), rtol=1e-5)
 
 
+def test_smoothed_cross_entropy_gradient_is_softmax_minus_q():
+  rng = np.random.default_rng(1)
+  logits = tf.constant(rng.normal(size=(4, 6)).astype(np.float32) * 2)
+  labels = np.array([5, 0, 2, 2])
+  weights = np.array([1, 0, 1, 2], np.float32)
+  with tf.GradientTape() as tape:
+    tape.watch(logits)
+    smoothed, _ = smoothed_cross_entropy(logits, tf.constant(labels, tf.int32),
+                                         tf.constant(weights), 0.1)
+  q = np.full([4, 6], 0.1 / 5)
+  q[np.arange(4), labels] = 0.9
+  expected = (tf.nn.softmax(logits).numpy() - q) * weights[:, None]
+  np.testing.assert_allclose(tape.gradient(smoothed, logits).numpy(), expected, atol=1e-6)
+
+
 def test_uniform_logits_give_log_vocab():
   # With all logits equal, p = 1/V everywhere, so both losses are log V per token.
   smoothed, nll = smoothed_cross_entropy(tf.zeros([2, 10]), tf.constant([1, 4]), tf.ones([2]), 0.1)

@@ -101,16 +101,22 @@ def default_max_decode_length(inputs, extra=50):
 
 
 class _CachedSteps:
-  """Incremental decoding with the model's cache (`init_cache` / `decode_step`)."""
+  """Incremental decoding with the model's cache (`init_cache` / `decode_step`).
 
-  def __init__(self, model, memory, src_bias, max_length):
-    self.model, self.src_bias = model, src_bias
-    self.initial_state = model.init_cache(memory, max_length)
+  `fixed_size`: a cache of max_length positions written in place (static shapes,
+  for XLA); otherwise a growing cache, one position appended per step, so that a
+  step costs O(step) instead of O(max_length) (parsing decodes with input + 300
+  but writes ~2 x input tokens: 2x faster measured).
+  """
+
+  def __init__(self, model, memory, src_bias, max_length, fixed_size=False):
+    self.model, self.src_bias, self.grow = model, src_bias, not fixed_size
+    self.initial_state = model.init_cache(memory, max_length if fixed_size else None)
 
   def __call__(self, seqs, i, cache):
     # Decoder input at position i: 0 (start) at i = 0, else the token at i - 1.
     prev = tf.gather(seqs, tf.maximum(i - 1, 0), axis=1) * tf.cast(i > 0, tf.int32)
-    return self.model.decode_step(prev, i, cache, self.src_bias)
+    return self.model.decode_step(prev, i, cache, self.src_bias, grow_cache=self.grow)
 
   @staticmethod
   def reorder(cache, index):
@@ -126,8 +132,8 @@ class _CachedSteps:
 class _UncachedSteps:
   """Recomputes the full (teacher-forced) decoder on the prefix at every step."""
 
-  def __init__(self, model, memory, src_bias, max_length):
-    del max_length
+  def __init__(self, model, memory, src_bias, max_length, fixed_size=False):
+    del max_length, fixed_size
     self.model, self.memory, self.src_bias = model, memory, src_bias
     self.initial_state = {"memory": memory, "src_bias": src_bias}
 
@@ -197,7 +203,8 @@ def search(model, inputs, max_decode_length, alpha, beam_size=4, n_best=None, eo
 
   memory, src_bias = model.encode(inputs, training=False)
   step_cls = _CachedSteps if cached else _UncachedSteps
-  step_fn = step_cls(model, _repeat_beams(memory, k), _repeat_beams(src_bias, k), max_len)
+  step_fn = step_cls(model, _repeat_beams(memory, k), _repeat_beams(src_bias, k), max_len,
+                     fixed_size=static_max_length is not None)
 
   seq_shape = tf.stack([batch, k, max_len]) if static_max_length is None else [batch, k, max_len]
   alive_seq = tf.zeros(seq_shape, tf.int32)

@@ -55,12 +55,15 @@ class MultiHeadAttention(keras.layers.Layer):
     bias: float32 additive bias broadcastable to [batch, num_heads, q_len, m_len]
       (see `padding_bias`, `causal_bias`); None for no mask.
     cache: optional dict for incremental decoding. With `step` (self-attention)
-      it holds "k" [batch, h, max_len, d_k] and "v" [batch, h, max_len, d_v]; the
-      keys and values of `query` (q_len must be 1) are written at position `step`
-      and the updated dict is returned. Without `step` (encoder-decoder attention)
+      it holds "k" [batch, h, T, d_k] and "v" [batch, h, T, d_v]; the keys and
+      values of `query` (q_len must be 1) are written at position `step` of the
+      fixed-size cache (T = max length: static shapes for XLA), or appended to a
+      growing cache (T = step, with `grow_cache`), and the updated dict is returned. Without `step` (encoder-decoder attention)
       it holds the memory's precomputed "k" and "v" (see `memory_kv`) and `memory`
       is ignored.
     step: int32 scalar, the position being decoded (self-attention cache only).
+    grow_cache: append to the self-attention cache (concat) instead of writing into
+      a fixed-size one: each step then costs O(step), not O(max length) (tested equal).
     training: bool, enables attention dropout.
     return_attention_scores: if True, also return the weights
       float32 [batch, h, q_len, m_len].
@@ -110,16 +113,20 @@ class MultiHeadAttention(keras.layers.Layer):
             "v": self._split_heads(memory, self.v_kernel, self.value_dim)}
 
   def call(self, query, memory=None, bias=None, cache=None, step=None, training=False,
-           return_attention_scores=False):
+           return_attention_scores=False, grow_cache=False):
     q = self._split_heads(query, self.q_kernel, self.key_dim) * (self.key_dim ** -0.5)
     new_cache = None
     if cache is not None and step is not None:
-      # Self-attention while decoding: write this position's key/value into a fixed-size cache.
+      # Self-attention while decoding: this position's key/value go into the cache.
       k_new = self._split_heads(query, self.k_kernel, self.key_dim)
       v_new = self._split_heads(query, self.v_kernel, self.value_dim)
-      slot = tf.one_hot(step, tf.shape(cache["k"])[2], dtype=k_new.dtype)[None, None, :, None]
-      k = cache["k"] + slot * k_new
-      v = cache["v"] + slot * v_new
+      if grow_cache:
+        k = tf.concat([cache["k"], k_new], axis=2)
+        v = tf.concat([cache["v"], v_new], axis=2)
+      else:
+        slot = tf.one_hot(step, tf.shape(cache["k"])[2], dtype=k_new.dtype)[None, None, :, None]
+        k = cache["k"] + slot * k_new
+        v = cache["v"] + slot * v_new
       new_cache = {"k": k, "v": v}
     elif cache is not None:
       k, v = cache["k"], cache["v"]

@@ -114,6 +114,8 @@ class DecoderLayer(_ResidualBlock):
     cache: incremental decoding (tgt_len = 1): {"self": {"k", "v"}, "memory": {"k", "v"}},
       see `MultiHeadAttention`.
     step: int32 scalar decoding position (with a cache).
+    grow_cache: the self-attention cache grows by one position a step (see
+      `MultiHeadAttention`).
     training: bool.
     return_attention_scores: also return the self and encoder-decoder weights,
       float32 [batch, h, tgt_len, tgt_len] and [batch, h, tgt_len, src_len].
@@ -129,11 +131,12 @@ class DecoderLayer(_ResidualBlock):
     self.memory_attention = self._attention("memory_attention")
 
   def call(self, x, memory=None, self_bias=None, memory_bias=None, cache=None, step=None,
-           training=False, return_attention_scores=False):
+           training=False, return_attention_scores=False, grow_cache=False):
     scores = return_attention_scores
     y = self.self_attention(self.residual_in(0, x), bias=self_bias,
                             cache=None if cache is None else cache["self"], step=step,
-                            training=training, return_attention_scores=scores)
+                            training=training, return_attention_scores=scores,
+                            grow_cache=grow_cache)
     y, *rest = y if isinstance(y, tuple) else (y,)
     self_weights = rest.pop(0) if scores else None
     new_self_cache = rest.pop(0) if cache is not None else None

@@ -187,28 +187,32 @@ class Transformer(keras.Model):
                                                return_attention_scores=True)
     return {"encoder_self": enc, "decoder_self": dec_self, "encoder_decoder": dec_mem}
 
-  def init_cache(self, memory, max_decode_length):
+  def init_cache(self, memory, max_decode_length=None):
     """Cache for `decode_step`: per layer, empty self-attention keys/values and the
     encoder-decoder keys/values projected once from `memory`.
 
     Args:
       memory: float [batch, src_len, d_model].
-      max_decode_length: int, number of decoding steps the cache can hold [tokens].
+      max_decode_length: None for a growing cache (length 0, one position appended
+        per step; `decode_step(..., grow_cache=True)`), or an int T [tokens] for a
+        fixed-size cache of T zero positions (static shapes, for XLA).
 
     Returns:
       nested dict of tensors whose first axis is batch:
       {"decoder_i": {"self": {"k": [b, h, T, d_k], "v": [b, h, T, d_v]},
-                     "memory": {"k": [b, h, src_len, d_k], "v": [b, h, src_len, d_v]}}}.
+                     "memory": {"k": [b, h, src_len, d_k], "v": [b, h, src_len, d_v]}}}
+      with T = 0 for a growing cache.
     """
     batch = tf.shape(memory)[0]
+    length = 0 if max_decode_length is None else max_decode_length
     cache = {}
     for layer in self.decoder_layers:
-      zeros = lambda depth: tf.zeros([batch, self.num_heads, max_decode_length, depth], memory.dtype)
+      zeros = lambda depth: tf.zeros([batch, self.num_heads, length, depth], memory.dtype)
       cache[layer.name] = {"self": {"k": zeros(self.key_dim), "v": zeros(self.value_dim)},
                            "memory": layer.memory_attention.memory_kv(memory)}
     return cache
 
-  def decode_step(self, ids, step, cache, src_bias):
+  def decode_step(self, ids, step, cache, src_bias, grow_cache=False):
     """One incremental decoding step with cached keys and values.
 
     Args:
@@ -217,18 +221,24 @@ class Transformer(keras.Model):
       step: int32 scalar position.
       cache: from `init_cache` (or the previous step).
       src_bias: float32 [batch, 1, 1, src_len].
+      grow_cache: True for a growing cache (`init_cache(memory)`): it then holds
+        exactly the `step` previous positions, so no mask is needed and a step
+        costs O(step); False for a fixed-size one (positions > step masked).
 
     Returns:
       (logits float32 [batch, vocab_size] for position `step`, updated cache).
       Equal to `decode(...)[:, step]` of the full decoder (tested to 1e-5).
     """
     x = self._embed(ids[:, None], False, start=step)
-    max_len = tf.shape(cache[self.decoder_layers[0].name]["self"]["k"])[2]
-    self_bias = tf.where(tf.range(max_len) <= step, 0.0, -1e9)[None, None, None, :]
+    self_bias = None
+    if not grow_cache:
+      max_len = tf.shape(cache[self.decoder_layers[0].name]["self"]["k"])[2]
+      self_bias = tf.where(tf.range(max_len) <= step, 0.0, -1e9)[None, None, None, :]
     new_cache = {}
     for layer in self.decoder_layers:
       x, new_cache[layer.name] = layer(x, self_bias=self_bias, memory_bias=src_bias,
-                                       cache=cache[layer.name], step=step, training=False)
+                                       cache=cache[layer.name], step=step, training=False,
+                                       grow_cache=grow_cache)
     if self.pre_norm:
       x = self.decoder_norm(x)
     return self.logits(x[:, 0]), new_cache
