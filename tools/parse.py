@@ -8,10 +8,13 @@ Five modes:
 
   writes, for each split (train wsj_0001-0159, dev 0160-0179, test
   0180-0199): {split}.src (words, one sentence a line), {split}.tgt
-  (linearized trees, Vinyals et al. 2015), {split}.tree (cleaned gold trees,
+  (linearized trees, Vinyals et al. 2015, with the words as leaves, or XX
+  with --leaves=xx), {split}.tree (cleaned gold trees,
   one a line, POS tags kept: the gold file for --mode=evaluate); plus
   symbols.txt (bracket tokens of the train split, one a line) and stats.json
-  (the statistics printed).
+  (the statistics printed, the leaf kind, and the train targets' deepest
+  nesting and longest run of opening brackets, which bound the decoding
+  constraint).
 
   # (b) EVALB scores of bracketed trees (one a line)
   python tools/parse.py --mode=evaluate --gold=/tmp/ptb/test.tree \
@@ -22,8 +25,10 @@ Five modes:
       --predictions=pred.tgt --output=trees.txt
 
   # (d) everything, end to end: prepare -> bracket-aware vocabulary ->
-  #     train (python -m t2t_repro.train, a subprocess) -> decode dev and
-  #     test (beam 21, alpha 0.3, input + 300) -> delinearize -> EVALB
+  #     train (python -m t2t_repro.train, a subprocess) -> decode test and
+  #     dev (beam 21, alpha 0.3, input + 300; constrained to well-formed
+  #     trees over the input words, t2t_repro.parsing.constraint) ->
+  #     delinearize -> EVALB
   python tools/parse.py --mode=train \
       --ptb_dir=/work/shared/data/ptb_sample/combined --model_dir=runs/parse \
       [--hparams=parsing_small] [--hparams_override=k=v,...] \

@@ -106,7 +106,7 @@ class _CachedSteps:
   `fixed_size`: a cache of max_length positions written in place (static shapes,
   for XLA); otherwise a growing cache, one position appended per step, so that a
   step costs O(step) instead of O(max_length) (parsing decodes with input + 300
-  but writes ~2 x input tokens: 2x faster measured).
+  but writes ~2 x input tokens: 3x faster measured on 16 long test sentences).
   """
 
   def __init__(self, model, memory, src_bias, max_length, fixed_size=False):

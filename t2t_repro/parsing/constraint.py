@@ -23,10 +23,9 @@ linearization (`t2t_repro.parsing.trees.linearize`) over the source words:
 * EOS only after the last word with every phrase closed.
 
 Every other token (pad, unk as an output, pieces of other words) is
-forbidden. This is the usual grammar-constrained decoding of seq2seq parsers
-(e.g. the shift-reduce constraints of Vinyals et al. 2015's follow-ups); the
-model still chooses the structure, the constraint only removes outputs that
-`sequence_to_tree` would have to repair. Forbidden tokens get log-probability
+forbidden. The model still chooses the structure; the constraint only removes
+outputs that `sequence_to_tree` would have to repair, and degenerate ones
+(unbounded unary chains). Forbidden tokens get log-probability
 -1e9 in the search; scores stay the model's log-probabilities.
 
 Leaf pieces are copied from the source ids, so with ``leaves="word"`` the
