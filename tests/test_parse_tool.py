@@ -138,6 +138,22 @@ def test_decode_mode_on_trained_model_dir(trained):
   assert len(_lines(os.path.join(model_dir, "decode", "test.pred.tree"))) == 3
 
 
+def test_data_stats_record_constraint_bounds_and_reject_old_files(trained, tool, tmp_path):
+  model_dir, _ = trained
+  stats = tool.read_data_stats(os.path.join(model_dir, "data"))
+  assert stats["leaves"] == "word"
+  train = stats["splits"]["train"]
+  # The bounds are measured on the train targets: recompute them from train.tgt.
+  targets = [line.split() for line in _lines(os.path.join(model_dir, "data", "train.tgt"))]
+  assert (train["max_depth"], train["max_open_run"]) == (
+      max(tool._bracket_shape(t)[0] for t in targets),
+      max(tool._bracket_shape(t)[1] for t in targets))
+  assert tool._bracket_shape("(S (NP (NP a )NP )NP (VP b )VP )S".split()) == (3, 3)
+  (tmp_path / "stats.json").write_text(json.dumps({"splits": {"train": {}}}))
+  with pytest.raises(ValueError, match=r"stats.json lacks leaves, splits.train.max_depth.*prepare"):
+    tool.read_data_stats(str(tmp_path))
+
+
 def test_parse_splits_and_train_command(tool):
   assert tool.parse_splits([]) is None
   assert tool.parse_splits(["train=1-4", "test=180-180"]) == {

@@ -593,19 +593,41 @@ def decode_split(model, tokenizer, data_dir, split, output_dir, *, beam_size,
   return result, info
 
 
-def tree_constraint(tokenizer, data_dir):
-  """``TreeConstraint`` over the pieces of ``tokenizer``'s vocabulary, with the
-  leaf token of prepare's ``data_dir`` and the train split's deepest nesting and
-  longest run of opening brackets as its bounds.
+def read_data_stats(data_dir):
+  """prepare's ``{data_dir}/stats.json``, checked for what decoding needs.
+
+  Returns:
+    dict with ``leaves`` and ``splits`` -> ``train`` -> ``max_depth`` /
+    ``max_open_run``.
 
   Raises:
-    FileNotFoundError, KeyError: ``data_dir``/stats.json missing or written by
-      an older prepare (run prepare again).
+    FileNotFoundError: no stats.json (run --mode=prepare or --mode=train).
+    ValueError: stats.json lacks those keys (written by an older prepare; run
+      prepare again into that folder).
+  """
+  path = os.path.join(data_dir, "stats.json")
+  with open(path, encoding="utf-8") as f:
+    stats = json.load(f)
+  train = stats.get("splits", {}).get("train", {})
+  missing = [k for k in ("leaves",) if k not in stats] + [
+      "splits.train." + k for k in ("max_depth", "max_open_run") if k not in train]
+  if missing:
+    raise ValueError(f"{path} lacks {', '.join(missing)}: written by an older "
+                     "prepare; run tools/parse.py --mode=prepare into that folder again")
+  return stats
+
+
+def tree_constraint(tokenizer, stats):
+  """``TreeConstraint`` over the pieces of ``tokenizer``'s vocabulary, with the
+  leaf kind of prepare's ``stats`` (``read_data_stats``) and the train split's
+  deepest nesting and longest run of opening brackets as its bounds.
+
+  Raises:
+    ValueError: the vocabulary has no single-piece bracket tokens (or no
+      ``XX`` piece with XX leaves), see ``TreeConstraint``.
   """
   import sentencepiece as spm  # pylint: disable=import-outside-toplevel
   from t2t_repro.parsing.constraint import TreeConstraint  # pylint: disable=import-outside-toplevel
-  with open(os.path.join(data_dir, "stats.json"), encoding="utf-8") as f:
-    stats = json.load(f)
   sp = spm.SentencePieceProcessor(model_proto=tokenizer.model_proto)
   train = stats["splits"]["train"]
   return TreeConstraint([sp.id_to_piece(i) for i in range(sp.get_piece_size())],
@@ -638,7 +660,8 @@ def decode_model_dir(model_dir, data_dir, splits, *, beam_size=None,
 
   Raises:
     FileNotFoundError: no model / checkpoint in model_dir (see
-      ``load_for_inference``) or a split's files are missing.
+      ``load_for_inference``), or a split's files or stats.json are missing.
+    ValueError: stats.json from an older prepare (``read_data_stats``).
   """
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   from t2t_repro.training.checkpoints import load_for_inference  # pylint: disable=import-outside-toplevel
@@ -656,9 +679,9 @@ def decode_model_dir(model_dir, data_dir, splits, *, beam_size=None,
         f"{settings['beam_size']}, alpha {settings['alpha']}, max length "
         f"input + {settings['decode_extra_length']}", flush=True)
   entry = {"checkpoint": checkpoint_path, "step": step}
-  with open(os.path.join(data_dir, "stats.json"), encoding="utf-8") as f:
-    leaves = json.load(f)["leaves"]
-  constraint = tree_constraint(tokenizer, data_dir) if constrained else None
+  stats = read_data_stats(data_dir)
+  leaves = stats["leaves"]
+  constraint = tree_constraint(tokenizer, stats) if constrained else None
   for split in splits:
     result, info = decode_split(
         model, tokenizer, data_dir, split, os.path.join(model_dir, "decode"),

@@ -36,14 +36,16 @@ before BPE (a word is tokenized the same way wherever it appears).
 
 import tensorflow as tf
 
+from t2t_repro.parsing import trees
+
 SPACE_PIECE = "\u2581"  # sentencepiece's word-boundary mark
 LEAVES = ("word", "xx")
 
 
 def _is_bracket(piece):
-  """'▁(NP' / '▁)NP' -> True (a bracket token of trees.linearize as one piece)."""
+  """'▁(NP' / '▁)NP' -> True: a bracket token (`trees.is_bracket`) as one piece; '▁((' is not."""
   body = piece[1:] if piece.startswith(SPACE_PIECE) else piece
-  return len(body) > 1 and body[0] in "()" and not body[1:].startswith((" ", "(", ")"))
+  return trees.is_bracket(body) and body[1] not in "()"
 
 
 class TreeConstraint:
