@@ -47,6 +47,31 @@ def test_smoothed_cross_entropy_gradient_is_softmax_minus_q():
   np.testing.assert_allclose(tape.gradient(smoothed, logits).numpy(), expected, atol=1e-6)
 
 
+@pytest.mark.parametrize("compiled", [False, True])
+def test_smoothed_cross_entropy_gradients_of_both_outputs(compiled):
+  # d nll / d logits = softmax - onehot; gradients of a mix of both outputs add up.
+  rng = np.random.default_rng(2)
+  logits = tf.constant(rng.normal(size=(3, 5)).astype(np.float32) * 2)
+  labels = np.array([4, 1, 1])
+  weights = np.array([1, 1, 0.5], np.float32)
+
+  def grads(logits):
+    with tf.GradientTape(persistent=True) as tape:
+      tape.watch(logits)
+      smoothed, nll = smoothed_cross_entropy(logits, tf.constant(labels, tf.int32),
+                                             tf.constant(weights), 0.2)
+      mix = smoothed + 3.0 * nll
+    return tape.gradient(nll, logits), tape.gradient(mix, logits)
+
+  d_nll, d_mix = (tf.function(grads) if compiled else grads)(logits)
+  p = tf.nn.softmax(logits).numpy()
+  onehot = np.eye(5)[labels]
+  q = np.full([3, 5], 0.2 / 4)
+  q[np.arange(3), labels] = 0.8
+  np.testing.assert_allclose(d_nll.numpy(), (p - onehot) * weights[:, None], atol=1e-6)
+  np.testing.assert_allclose(d_mix.numpy(), (p - q + 3 * (p - onehot)) * weights[:, None], atol=1e-5)
+
+
 def test_uniform_logits_give_log_vocab():
   # With all logits equal, p = 1/V everywhere, so both losses are log V per token.
   smoothed, nll = smoothed_cross_entropy(tf.zeros([2, 10]), tf.constant([1, 4]), tf.ones([2]), 0.1)

@@ -6,28 +6,50 @@ import tensorflow as tf
 def smoothed_cross_entropy(logits, labels, weights, label_smoothing):
   """Sums of the label-smoothed loss and of the plain NLL over weighted tokens.
 
-  The smoothed target puts 1 - eps on the true token and eps / (V - 1) on every
+  The smoothed target q puts 1 - eps on the true token and eps / (V - 1) on every
   other token (tensor2tensor's smoothing, §5.4 with eps = eps_ls). Sums, not means:
   the caller divides by the GLOBAL number of real target tokens, so that an update
   does not depend on how a batch is split across replicas or accumulation steps.
 
+  How it is computed (the [num_tokens, V] logits are the largest tensor of the step:
+  4080 x 37000 for `base`): since (1 - eps) + (V - 1) eps / (V - 1) = 1,
+      -sum_v q(v) log p(v) = nll + low * (V * logit[label] - sum_v logit[v]),
+  with low = eps / (V - 1). One fused kernel (`SparseSoftmaxCrossEntropyWithLogits`)
+  gives nll and softmax - onehot; the gradient, softmax - q, is that minus low plus
+  low * V at the label, written by a custom gradient in two element-wise passes.
+  Composing logsumexp and a gather instead lets autodiff scatter the gather's
+  gradient into a dense [num_tokens, V] tensor (1.5 s vs 0.47 s for `base`'s logits
+  on 2 CPU cores, forward + backward).
+
   Args:
     logits: float [num_tokens, V] (cast to float32 here).
-    labels: int32 [num_tokens] true ids.
+    labels: int32 [num_tokens] true ids in [0, V).
     weights: float32 [num_tokens], 1 for real tokens, 0 for padding.
     label_smoothing: eps in [0, 1).
 
   Returns:
-    (smoothed_sum, nll_sum): float32 scalars [nats].
+    (smoothed_sum, nll_sum): float32 scalars [nats]. Gradients flow to `logits`
+    from both (d smoothed / d logits = softmax - q, d nll / d logits = softmax - onehot).
   """
   logits = tf.cast(logits, tf.float32)
+  labels = tf.cast(labels, tf.int32)
   vocab = tf.cast(tf.shape(logits)[-1], tf.float32)
-  log_z = tf.reduce_logsumexp(logits, axis=-1)
-  true_logit = tf.gather(logits, labels[:, None], batch_dims=1)[:, 0]
-  nll = log_z - true_logit
-  # -sum_v q(v) log p(v) with q = low everywhere, plus (confidence - low) at the label.
-  confidence = 1.0 - label_smoothing
   low = label_smoothing / (vocab - 1.0)
-  sum_neg_log_p = vocab * log_z - tf.reduce_sum(logits, axis=-1)
-  smoothed = (confidence - low) * nll + low * sum_neg_log_p
+
+  @tf.custom_gradient
+  def per_token(logits):
+    nll, softmax_minus_onehot = tf.raw_ops.SparseSoftmaxCrossEntropyWithLogits(
+        features=logits, labels=labels)
+    true_logit = tf.gather(logits, labels[:, None], batch_dims=1)[:, 0]
+    smoothed = nll + low * (vocab * true_logit - tf.reduce_sum(logits, axis=-1))
+
+    def grad(d_smoothed, d_nll):
+      dense = (softmax_minus_onehot * (d_smoothed + d_nll)[:, None]
+               - (low * d_smoothed)[:, None])
+      at_label = tf.stack([tf.range(tf.shape(labels)[0]), labels], axis=1)
+      return tf.tensor_scatter_nd_add(dense, at_label, low * vocab * d_smoothed)
+
+    return (smoothed, nll), grad
+
+  smoothed, nll = per_token(logits)
   return tf.reduce_sum(smoothed * weights), tf.reduce_sum(nll * weights)
