@@ -16,6 +16,18 @@ that peak RSS is per mode and TF_ENABLE_ONEDNN_OPTS is applied at import):
               `tf.saved_model.load(...).signatures["translate_ids"]` (ids in,
               ids out; the same search graph as the text `serving_default`)
 
+Against Model Garden's beam search (same shapes, equal work):
+
+  ours_fixed          `cached` with an end id outside the vocabulary, so that no
+                      beam ever finishes and every sentence runs exactly source
+                      length + decode_extra_length steps
+  model_garden_fixed  `peers.model_garden_decoder`: Model Garden's
+                      Seq2SeqTransformer with this model's shapes (layers,
+                      d_model, d_ff, heads, vocabulary; random weights, since its
+                      layers cannot hold ours), the same beam, alpha, batches and
+                      end id, hence the same number of steps
+  Their output tokens are all decoded positions (sentences x steps).
+
 Reported: sentences/s, output tokens/s (tokens of the best hypothesis, EOS
 included, padding excluded), wall seconds, the first-call (trace) seconds
 (excluded from the rates), peak RSS [MiB] (process peak: framework import and
@@ -38,7 +50,7 @@ import peers  # pylint: disable=wrong-import-position
 
 RESULT_PREFIX = "DECODE_RESULT "
 DEFAULT_INPUT = "/work/shared/data/wmt14/newstest2014-full.en-de.en"
-MODES = ("cached", "uncached", "savedmodel")
+MODES = ("cached", "uncached", "savedmodel", "ours_fixed", "model_garden_fixed")
 
 
 def _read_lines(path, n):
@@ -61,15 +73,18 @@ def _batches(tokenizer, lines, batch_tokens):
   return out
 
 
-def _timed_pass(decode, batches):
-  """Decodes every batch; returns (wall s, output tokens, {line index: token tuple})."""
+def _timed_pass(decode, batches, count_all=False):
+  """Decodes every batch; returns (wall s, output tokens, {line index: token tuple}).
+
+  Output tokens are the non-pad ids, or with `count_all` every decoded position.
+  """
   import numpy as np  # pylint: disable=import-outside-toplevel
   start = time.perf_counter()
   tokens, outputs = 0, {}
   for batch, inputs in batches:
     ids = np.asarray(decode(inputs))
     for row, j in enumerate(batch):
-      hyp = tuple(int(t) for t in ids[row] if t != 0)
+      hyp = tuple(int(t) for t in ids[row] if t != 0 or count_all)
       outputs[j] = hyp
       tokens += len(hyp)
   return time.perf_counter() - start, tokens, outputs
@@ -86,10 +101,21 @@ def _run_child(mode, model_dir, input_file, lines, uncached_lines, batch_tokens,
   n = uncached_lines if mode == "uncached" else lines
   text = _read_lines(input_file, n)
   batches = _batches(tokenizer, text, batch_tokens)
+  never_eos = hp.vocab_size  # no beam ever ends: fixed, equal work (see module docstring)
   if mode == "savedmodel":
     loaded = tf.saved_model.load(export_dir)
     fn = loaded.signatures["translate_ids"]
     decode = lambda x: fn(inputs=tf.constant(x))["ids"]
+  elif mode == "ours_fixed":
+    decode = lambda x: bs.beam_search(model, x, beam_size=beam, alpha=hp.alpha, n_best=1,
+                                      decode_extra_length=hp.decode_extra_length,
+                                      eos_id=never_eos)[0][:, 0]
+  elif mode == "model_garden_fixed":
+    config = dict(num_layers=hp.num_layers, d_model=hp.d_model, d_ff=hp.d_ff,
+                  num_heads=hp.num_heads, vocab_size=hp.vocab_size)
+    decode = peers.model_garden_decoder(config, beam_size=beam, alpha=hp.alpha,
+                                        extra_decode_length=hp.decode_extra_length,
+                                        eos_id=never_eos)
   else:
     search = bs.beam_search if mode == "cached" else bs.decode_uncached
     decode = lambda x: search(model, x, beam_size=beam, alpha=hp.alpha, n_best=1,
@@ -99,7 +125,7 @@ def _run_child(mode, model_dir, input_file, lines, uncached_lines, batch_tokens,
   trace_s = time.perf_counter() - start
   load_before = os.getloadavg()[0]
   cpu0 = time.process_time()
-  wall, tokens, outputs = _timed_pass(decode, batches)
+  wall, tokens, outputs = _timed_pass(decode, batches, count_all=mode.endswith("_fixed"))
   result = {"mode": mode, "lines": len(text), "beam_size": beam, "alpha": hp.alpha,
             "trace_s": trace_s, "wall_s": wall, "output_tokens": tokens,
             "sentences_per_s": len(text) / wall, "tokens_per_s": tokens / wall,
@@ -149,7 +175,7 @@ def summarize(results):
            "|---|---|---|---|---|---|---|---|---|---|---|"]
   for r in results:
     same = "-"
-    if cached is not None and r is not cached:
+    if cached is not None and r is not cached and not r["mode"].endswith("_fixed"):
       n = r["lines"]
       same = f"{sum(a == b for a, b in zip(r['outputs'], cached['outputs'][:n]))}/{n}"
     lines.append(
@@ -167,6 +193,12 @@ def summarize(results):
     lines.append(f"\ncached / uncached on the same {uncached['lines']} lines: "
                  f"{cached['subset_sentences_per_s'] / uncached['sentences_per_s']:.1f}x "
                  "sentences/s")
+  ours, garden = (next((r for r in results if r["mode"] == m), None)
+                  for m in ("ours_fixed", "model_garden_fixed"))
+  if ours and garden:
+    ratio = ours["sentences_per_s"] / garden["sentences_per_s"]
+    lines.append(f"\nours_fixed / model_garden_fixed: {ratio:.2f}x sentences/s (decoded "
+                 f"positions: {ours['output_tokens']} vs {garden['output_tokens']})")
   return "\n".join(lines)
 
 

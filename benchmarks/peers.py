@@ -395,6 +395,49 @@ def model_garden_step_fn(config=None, batch=None):
   return step
 
 
+def model_garden_decoder(config=None, beam_size=4, alpha=0.6, extra_decode_length=50,
+                         eos_id=EOS_ID):
+  """Model Garden's beam search (``Seq2SeqTransformer`` with no targets) as a callable.
+
+  Same model as `model_garden_step_fn` (post-norm, no biases, shared embedding /
+  softmax), randomly initialized, in one ``tf.function`` with a
+  ``[None, None]`` int32 signature (as Model Garden's translation export module
+  serves it): Model Garden's own ``sequence_beam_search``, a ``tf.while_loop`` with
+  a K/V cache that grows by concatenation (non-padded decode, as on CPU).
+
+  Args:
+    config: config dict (see module docstring); dropout is irrelevant here.
+    beam_size, alpha: beam width and GNMT length-penalty exponent.
+    extra_decode_length: output steps = source length + this.
+    eos_id: end id; an id outside [0, vocab_size) makes every beam run the full
+      source length + extra_decode_length steps (equal work for a comparison).
+
+  Returns:
+    A callable int32 numpy [batch, source_length] -> int32 numpy
+    [batch, output_length], the best beam per sentence.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from official.nlp.modeling import models  # pylint: disable=g-import-not-at-top
+
+  cfg = full_config(config)
+  block_kwargs = dict(
+      num_layers=cfg["num_layers"], num_attention_heads=cfg["num_heads"],
+      intermediate_size=cfg["d_ff"], activation="relu", dropout_rate=0.0,
+      attention_dropout_rate=0.0, intermediate_dropout=0.0, use_bias=False,
+      norm_first=False, norm_epsilon=1e-6)
+  model = models.Seq2SeqTransformer(
+      vocab_size=cfg["vocab_size"], embedding_width=cfg["d_model"], dropout_rate=0.0,
+      extra_decode_length=extra_decode_length, beam_size=beam_size, alpha=alpha,
+      encoder_layer=models.TransformerEncoder(**block_kwargs),
+      decoder_layer=models.TransformerDecoder(**block_kwargs), eos_id=eos_id)
+
+  @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)])
+  def search(inputs):
+    return model({"inputs": inputs})["outputs"]
+
+  return lambda inputs: search(tf.constant(inputs, tf.int32)).numpy()
+
+
 # ----------------------------------------------------------------- torch --
 
 

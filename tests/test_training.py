@@ -1,5 +1,6 @@
 """Loss, learning-rate schedule and the training step against hand-computed values."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -7,7 +8,7 @@ import tensorflow as tf
 from t2t_repro.hparams import get_hparams
 from t2t_repro.training.loss import smoothed_cross_entropy
 from t2t_repro.training.schedule import TransformerSchedule
-from t2t_repro.training.trainer import Trainer, make_strategy
+from t2t_repro.training.trainer import PreReducedAdam, Trainer, make_strategy
 
 
 def _reference_smoothed(logits, labels, eps):
@@ -161,3 +162,42 @@ def test_save_restore_is_exact_and_training_continues_identically(tmp_path):
   assert one["loss"] == two["loss"]
   for a, b in zip(first.model.trainable_variables, second.model.trainable_variables):
     np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def _replicated_apply(strategy, optimizer, variables):
+  @tf.function
+  def apply(grads):
+    strategy.run(lambda: optimizer.apply(grads, variables))
+  return apply
+
+
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_pre_reduced_adam_equals_keras_adam(replicas):
+  # The fused ResourceApplyAdam update = Keras's Adam (same slots, same arithmetic), step by
+  # step; with 2 replicas the fused update runs on each replica's copy of mirrored variables
+  # (the gradients count as already summed) and is compared with Keras's Adam on one device.
+  rng = np.random.default_rng(3)
+  init = [rng.normal(size=(4, 3)).astype(np.float32), rng.normal(size=(3,)).astype(np.float32)]
+  grads = [[rng.normal(size=v.shape).astype(np.float32) for v in init] for _ in range(3)]
+  cpus = [d.name for d in tf.config.list_logical_devices("CPU")][:replicas]
+  kwargs = dict(learning_rate=0.01, beta_1=0.9, beta_2=0.98, epsilon=1e-9)
+  results = []
+  for optimizer_class, strategy, copies_expected in (
+      (PreReducedAdam, tf.distribute.MirroredStrategy(cpus), replicas),
+      (keras.optimizers.Adam, tf.distribute.get_strategy(), 1)):
+    with strategy.scope():
+      variables = [keras.Variable(v) for v in init]
+      optimizer = optimizer_class(**kwargs)
+      optimizer.build(variables)
+    apply = _replicated_apply(strategy, optimizer, variables)
+    for g in grads:
+      apply([tf.constant(x) for x in g])
+    assert int(optimizer.iterations.numpy()) == 3
+    replica_copies = [strategy.experimental_local_results(v.value) for v in variables]
+    for copies in replica_copies:
+      assert len(copies) == copies_expected
+      for copy in copies[1:]:
+        np.testing.assert_array_equal(copy.numpy(), copies[0].numpy())
+    results.append([v.numpy() for v in variables + optimizer.variables[1:]])
+  for fused, reference in zip(*results):
+    np.testing.assert_allclose(fused, reference, rtol=1e-6, atol=1e-7)
