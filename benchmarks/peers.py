@@ -327,7 +327,7 @@ def _model_garden_loss(logits, labels, smoothing, vocab_size):
   return tf.reduce_sum(xentropy * weights) / tf.reduce_sum(weights)
 
 
-def model_garden_step_fn(config=None, batch=None):
+def model_garden_step_fn(config=None, batch=None, batches=None):
   """One Model Garden Seq2SeqTransformer training step as a callable.
 
   Builds ``TransformerEncoder`` / ``TransformerDecoder`` (norm_first=False,
@@ -340,6 +340,9 @@ def model_garden_step_fn(config=None, batch=None):
   Args:
     config: config dict (see module docstring).
     batch: {"inputs", "targets"} int32 arrays; default make_batch(config).
+    batches: instead of `batch`, a list of such dicts of varying shapes (padded
+      real batches, pad id 0), taken in turn, one per call; the step then has a
+      [None, None] input signature (one trace for all shapes).
 
   Returns:
     A zero-arg callable that runs one step, blocks until it is done (fetches
@@ -374,12 +377,12 @@ def model_garden_step_fn(config=None, batch=None):
   optimizer = tf_keras.optimizers.Adam(
       learning_rate=cfg["learning_rate"], beta_1=0.9, beta_2=0.98,
       epsilon=1e-9)
-  inputs = tf.constant(batch["inputs"], dtype=tf.int32)
-  targets = tf.constant(batch["targets"], dtype=tf.int32)
   smoothing = cfg["label_smoothing"]
   vocab_size = cfg["vocab_size"]
 
-  @tf.function
+  signature = [tf.TensorSpec([None, None], tf.int32)] * 2 if batches else None
+
+  @tf.function(input_signature=signature)
   def train_step(inputs, targets):
     with tf.GradientTape() as tape:
       logits = model({"inputs": inputs, "targets": targets}, training=True)
@@ -389,9 +392,16 @@ def model_garden_step_fn(config=None, batch=None):
     optimizer.apply_gradients(zip(grads, variables))
     return loss
 
+  feed = [(tf.constant(b["inputs"], tf.int32), tf.constant(b["targets"], tf.int32))
+          for b in (batches or [batch])]
+  calls = [0]
+
   def step():
+    inputs, targets = feed[calls[0] % len(feed)]
+    calls[0] += 1
     return float(train_step(inputs, targets).numpy())
 
+  step.train_step = train_step
   return step
 
 
@@ -459,6 +469,9 @@ def torch_step_fn(config=None, batch=None):
   Args:
     config: config dict (see module docstring).
     batch: {"inputs", "targets"} int32 arrays; default make_batch(config).
+    batches: instead of `batch`, a list of such dicts of varying shapes (padded
+      real batches, pad id 0), taken in turn, one per call; the step then has a
+      [None, None] input signature (one trace for all shapes).
 
   Returns:
     A zero-arg callable running forward, loss, backward and the Adam update;

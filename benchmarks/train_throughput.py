@@ -19,6 +19,15 @@ same process right after the timed steps, and MFU = achieved / peak. The
 summary gives medians over rounds and the ratios ours / Model Garden and
 ours / PyTorch.
 
+``--real_steps`` compares ours and Model Garden on the SAME real bucketed batches
+(kinds ``ours_real`` / ``model_garden_real``, alternated over ``--real_rounds``):
+each child builds the first warm-up + steps batches of Multi30k train with the
+project's tokenizer and ``batching.make_dataset`` (seeded shuffle, so both kinds
+get identical padded batches; a checksum of the ids is reported and compared),
+then trains on them in order. Real (non-pad) target tokens/s of the whole run,
+input pipeline excluded. Unlike the synthetic batch, these have padding, which
+Model Garden projects to the vocabulary and ours does not.
+
 ``--e2e_steps`` also measures ours end to end on real bucketed Multi30k data
 (the project's tokenizer + ``batching.make_distributed_dataset``, the same
 input `python -m t2t_repro.train` uses): real (non-pad) tokens/s including the
@@ -33,6 +42,9 @@ Commands (see docs/BENCHMARKS.md for the measured tables)::
   # only the end-to-end rate on Multi30k (no synthetic rounds):
   python benchmarks/train_throughput.py --rounds=0 --onednn=on --e2e_steps=20 \
       --model_dir=runs/m30k_b
+  # ours vs Model Garden on identical real Multi30k batches:
+  python benchmarks/train_throughput.py --rounds=0 --onednn=on --real_steps=20 \
+      --real_rounds=2 --model_dir=runs/m30k_b
   # one measurement (what the subprocesses run):
   python benchmarks/train_throughput.py --child=ours --size=small --onednn=1
 """
@@ -53,6 +65,7 @@ RESULT_PREFIX = "TRAIN_RESULT "
 OURS_KINDS = ("ours", "ours_xla", "ours_bf16")
 ALL_KINDS = OURS_KINDS + ("model_garden", "torch")
 E2E_KIND = "ours_e2e"
+REAL_KINDS = ("ours_real", "model_garden_real")
 DEFAULT_DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared",
                                 "data")
 
@@ -167,6 +180,66 @@ def e2e_measure(size, model_dir, data_dir, steps, warmup, jit_compile=False):
           "peak_rss_bytes": peers.peak_rss_bytes()}
 
 
+def real_batches(size, model_dir, data_dir, count):
+  """The first `count` padded batches of Multi30k train, as `python -m t2t_repro.train`
+  would feed them (size's batch_tokens and max_length, shuffle seed 1).
+
+  Returns:
+    list of {"inputs", "targets"} int32 numpy arrays [batch, length] (pad 0).
+  """
+  from t2t_repro.data import batching, problems  # pylint: disable=import-outside-toplevel
+  from t2t_repro.data.vocab import Tokenizer  # pylint: disable=import-outside-toplevel
+  from t2t_repro.hparams import get_hparams  # pylint: disable=import-outside-toplevel
+  hp = get_hparams(size)
+  tokenizer = Tokenizer.from_file(os.path.join(model_dir, "vocab.model"))
+  pairs = problems.get_problem("translate_ende_multi30k", data_dir).text_pairs("train").pairs
+  ds = batching.make_dataset(pairs, tokenizer, batch_tokens=hp.batch_tokens,
+                             max_length=hp.max_length, training=True, seed=1)
+  return [{k: v.numpy() for k, v in b.items()} for b in ds.take(count)], tokenizer.vocab_size
+
+
+def real_measure(kind, size, model_dir, data_dir, steps, warmup):
+  """`ours_real` or `model_garden_real`: training on the same real batches, in order.
+
+  Returns:
+    dict: real_target_tokens_per_s, real_total_tokens_per_s (non-pad tokens of the
+    `steps` timed batches per wall second), padded_fraction_target (pad share of
+    the target positions), step_s (mean), batches_checksum, steps, warmup,
+    process_cpu_per_wall, loadavg_1min_before, peak_rss_bytes.
+  """
+  import numpy as np  # pylint: disable=import-outside-toplevel
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  batches, vocab_size = real_batches(size, model_dir, data_dir, warmup + steps)
+  if kind == "ours_real":
+    trainer = _make_trainer(size, False, "none", vocab_size=vocab_size)
+    spec = tf.TensorSpec([None, None], tf.int32)
+    ds = tf.data.Dataset.from_generator(lambda: iter(batches), output_signature={
+        "inputs": spec, "targets": spec})
+    iterator = iter(trainer.strategy.experimental_distribute_dataset(ds))
+    step = lambda: trainer.train_step(iterator)
+  else:
+    config = dict(peer_config(size, 1, 1), vocab_size=vocab_size)
+    step = peers.model_garden_step_fn(config, batches=batches)
+  for _ in range(warmup):
+    step()
+  timed = batches[warmup:]
+  load_before = os.getloadavg()[0]
+  cpu0, start = time.process_time(), time.perf_counter()
+  for _ in timed:
+    step()
+  wall = time.perf_counter() - start
+  cpu = time.process_time() - cpu0
+  tgt = sum(int(np.count_nonzero(b["targets"])) for b in timed)
+  src = sum(int(np.count_nonzero(b["inputs"])) for b in timed)
+  padded_tgt = sum(b["targets"].size for b in timed)
+  return {"real_target_tokens_per_s": tgt / wall, "real_total_tokens_per_s": (tgt + src) / wall,
+          "padded_fraction_target": 1.0 - tgt / padded_tgt, "step_s": wall / steps,
+          "batches_checksum": int(sum(int(b["inputs"].sum()) + 7 * int(b["targets"].sum())
+                                      for b in batches)),
+          "steps": steps, "warmup": warmup, "process_cpu_per_wall": cpu / wall,
+          "loadavg_1min_before": load_before, "peak_rss_bytes": peers.peak_rss_bytes()}
+
+
 def matmul_peak_gflops_tf_bf16(n=2048, repeats=10):
   """Dense bfloat16 n x n matmul rate of TensorFlow (AVX512_BF16 via oneDNN) [GFLOP/s].
 
@@ -194,6 +267,9 @@ def _run_child(kind, size, config, steps, warmup, model_dir, data_dir):
   start = time.perf_counter()
   if kind == E2E_KIND:
     info.update(e2e_measure(size, model_dir, data_dir, steps, warmup))
+    return info
+  if kind in REAL_KINDS:
+    info.update(real_measure(kind, size, model_dir, data_dir, steps, warmup))
     return info
   step = ours_step_fn(size, config, jit_compile=kind == "ours_xla",
                       mixed_precision="mixed_bfloat16" if kind == "ours_bf16" else "none")
@@ -260,7 +336,7 @@ def summarize(results):
   """
   groups = {}
   for r in results:
-    if r["kind"] != E2E_KIND:
+    if r["kind"] != E2E_KIND and r["kind"] not in REAL_KINDS:
       groups.setdefault((r["size"], r["onednn"], r["kind"]), []).append(r)
   med = {key: statistics.median(r["target_tokens_per_s"] for r in rs) for key, rs in groups.items()}
   lines = ["| size | oneDNN | kind | runs | median target tok/s (min..max) | median src+tgt tok/s "
@@ -280,6 +356,25 @@ def summarize(results):
         f"| {max(r['peak_rss_bytes'] for r in rs) / 2**20:.0f} "
         f"| {ratio('model_garden') if kind in OURS_KINDS else ''} "
         f"| {ratio('torch') if kind in OURS_KINDS else ''} |")
+  real = [r for r in results if r["kind"] in REAL_KINDS]
+  if real:
+    lines += ["", "| size | kind | round | real target tok/s | real src+tgt tok/s | step [s] | "
+              "target pad share | batches checksum | CPU/wall | load | peak RSS [MiB] |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in real:
+      lines.append(
+          f"| {r['size']} | {r['kind']} | {r['round']} | {r['real_target_tokens_per_s']:.0f} "
+          f"| {r['real_total_tokens_per_s']:.0f} | {r['step_s']:.3f} "
+          f"| {r['padded_fraction_target']:.3f} | {r['batches_checksum']} "
+          f"| {r['process_cpu_per_wall']:.2f} | {r['loadavg_1min_before']:.1f} "
+          f"| {r['peak_rss_bytes'] / 2**20:.0f} |")
+    ours, garden = ([r["real_target_tokens_per_s"] for r in real if r["kind"] == k]
+                    for k in REAL_KINDS)
+    if ours and garden:
+      lines.append(f"\nours_real / model_garden_real (medians): "
+                   f"{statistics.median(ours) / statistics.median(garden):.2f}x real target "
+                   f"tokens/s; identical batches: "
+                   f"{len({r['batches_checksum'] for r in real}) == 1}")
   e2e = [r for r in results if r["kind"] == E2E_KIND]
   if e2e:
     lines += ["", "| size | oneDNN | real target tok/s | real src+tgt tok/s | step [s] | "
@@ -311,12 +406,18 @@ def main(argv=None):
                       help="--steps for `base` (its steps are ~10x longer); default --steps")
   parser.add_argument("--e2e_steps", type=int, default=0,
                       help="also ours on real Multi30k batches for this many steps (0: skip)")
-  parser.add_argument("--model_dir", default=None, help="model dir with vocab.model (e2e)")
+  parser.add_argument("--real_steps", type=int, default=0,
+                      help="also ours vs Model Garden on the same real Multi30k batches for "
+                      "this many steps (0: skip)")
+  parser.add_argument("--real_rounds", type=int, default=2)
+  parser.add_argument("--real_size", default="small", help="hparams set of the real-batch runs")
+  parser.add_argument("--model_dir", default=None,
+                      help="model dir with vocab.model (e2e and real-batch runs)")
   parser.add_argument("--data_dir", default=os.environ.get("T2T_DATA_DIR", DEFAULT_DATA_DIR),
                       help="data dir with multi30k/ (e2e); default $T2T_DATA_DIR or "
                       "<repo>/../shared/data")
   parser.add_argument("--json_out", default=None)
-  parser.add_argument("--child", choices=OURS_KINDS + (E2E_KIND,), default=None,
+  parser.add_argument("--child", choices=OURS_KINDS + (E2E_KIND,) + REAL_KINDS, default=None,
                       help=argparse.SUPPRESS)
   parser.add_argument("--size", default="small", help=argparse.SUPPRESS)
   parser.add_argument("--config", default=None, help=argparse.SUPPRESS)
@@ -348,6 +449,17 @@ def main(argv=None):
           res["round"] = r
           results.append(res)
           print(_row(res), flush=True)
+  if args.real_steps:
+    if not args.model_dir:
+      parser.error("--real_steps needs --model_dir (for vocab.model)")
+    for r in range(args.real_rounds):
+      for kind in REAL_KINDS:
+        res = run_isolated(kind, args.real_size, None, onednn[0], args.real_steps, args.warmup,
+                           os.path.abspath(args.model_dir), args.data_dir)
+        res["round"] = r
+        results.append(res)
+        print(f"{kind} round {r}: {res['real_target_tokens_per_s']:.0f} real target tok/s",
+              flush=True)
   if args.e2e_steps:
     if not args.model_dir:
       parser.error("--e2e_steps needs --model_dir (for vocab.model)")

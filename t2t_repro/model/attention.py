@@ -10,6 +10,8 @@ which serve padding masks, the causal mask and the incremental-decoding mask ali
 import keras
 import tensorflow as tf
 
+from t2t_repro.model.dropout import Dropout
+
 NEG_INF = -1e9
 
 
@@ -82,7 +84,7 @@ class MultiHeadAttention(keras.layers.Layer):
     self.value_dim = value_dim or d_model // num_heads
     self.attention_dropout = attention_dropout
     self.supports_masking = True
-    self._dropout = keras.layers.Dropout(attention_dropout)
+    self._dropout = Dropout(attention_dropout)
 
   def build(self, input_shape=None):
     init = keras.initializers.VarianceScaling(1.0, "fan_avg", "uniform")

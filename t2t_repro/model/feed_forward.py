@@ -3,6 +3,8 @@
 import keras
 import tensorflow as tf
 
+from t2t_repro.model.dropout import Dropout
+
 
 @keras.saving.register_keras_serializable(package="t2t_repro")
 class FeedForward(keras.layers.Layer):
@@ -27,7 +29,7 @@ class FeedForward(keras.layers.Layer):
     self.d_ff = d_ff
     self.relu_dropout = relu_dropout
     self.supports_masking = True
-    self._dropout = keras.layers.Dropout(relu_dropout)
+    self._dropout = Dropout(relu_dropout)
 
   def build(self, input_shape=None):
     init = keras.initializers.VarianceScaling(1.0, "fan_avg", "uniform")
