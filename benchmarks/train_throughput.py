@@ -341,7 +341,7 @@ def summarize(results):
   med = {key: statistics.median(r["target_tokens_per_s"] for r in rs) for key, rs in groups.items()}
   lines = ["| size | oneDNN | kind | runs | median target tok/s (min..max) | median src+tgt tok/s "
            "| median step [s] | median MFU | peak RSS [MiB] | / Model Garden | / PyTorch |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "|---|---|---|---|---|---|---|---|---|---|---|"] if groups else []
   for (size, onednn, kind), rs in groups.items():
     tps = [r["target_tokens_per_s"] for r in rs]
     ratio = lambda peer: (f"{med[(size, onednn, kind)] / med[(size, onednn, peer)]:.2f}"
