@@ -73,6 +73,26 @@ def test_smoothed_cross_entropy_gradients_of_both_outputs(compiled):
   np.testing.assert_allclose(d_mix.numpy(), (p - q + 3 * (p - onehot)) * weights[:, None], atol=1e-5)
 
 
+def test_smoothed_cross_entropy_exact_where_the_true_probability_underflows():
+  # p(label) = e^-200 underflows float32; log Z comes from the largest p, so the NLL is
+  # still exact (a -log p(label) formulation would give inf or a clamp).
+  logits = np.zeros([2, 6], np.float32)
+  logits[0, 2] = 200.0  # label 4 is 200 nats below the max
+  logits[1] = [1, 2, 3, 4, 5, 6]
+  labels = np.array([4, 0])
+  smoothed, nll = smoothed_cross_entropy(tf.constant(logits), tf.constant(labels, tf.int32),
+                                         tf.ones([2]), 0.1)
+  ref_smoothed, ref_nll = _reference_smoothed(logits, labels, 0.1)
+  assert ref_nll[0] == pytest.approx(200.0, abs=1e-6)
+  np.testing.assert_allclose(nll.numpy(), ref_nll.sum(), rtol=1e-6)
+  np.testing.assert_allclose(smoothed.numpy(), ref_smoothed.sum(), rtol=1e-6)
+
+
+def test_smoothed_cross_entropy_rejects_out_of_range_labels():
+  with pytest.raises(tf.errors.InvalidArgumentError):
+    smoothed_cross_entropy(tf.zeros([2, 5]), tf.constant([1, 5]), tf.ones([2]), 0.1)
+
+
 def test_uniform_logits_give_log_vocab():
   # With all logits equal, p = 1/V everywhere, so both losses are log V per token.
   smoothed, nll = smoothed_cross_entropy(tf.zeros([2, 10]), tf.constant([1, 4]), tf.ones([2]), 0.1)

@@ -14,12 +14,14 @@ def smoothed_cross_entropy(logits, labels, weights, label_smoothing):
   How it is computed (the [num_tokens, V] logits are the largest tensor of the step:
   4080 x 37000 for `base`): since (1 - eps) + (V - 1) eps / (V - 1) = 1,
       -sum_v q(v) log p(v) = nll + low * (V * logit[label] - sum_v logit[v]),
-  with low = eps / (V - 1). One fused kernel (`SparseSoftmaxCrossEntropyWithLogits`)
-  gives nll and softmax - onehot; the gradient, softmax - q, is that minus low plus
-  low * V at the label, written by a custom gradient in two element-wise passes.
-  Composing logsumexp and a gather instead lets autodiff scatter the gather's
-  gradient into a dense [num_tokens, V] tensor (1.5 s vs 0.47 s for `base`'s logits
-  on 2 CPU cores, forward + backward).
+  with low = eps / (V - 1). p comes from one softmax kernel (oneDNN's on CPU), and
+  log Z from its largest entry, which cannot underflow (p_max >= 1 / V):
+      nll = log Z - logit[label],   log Z = max_v logit[v] - log p_max.
+  A custom gradient writes softmax - q (two element-wise passes and a scatter of one
+  value per row). Measured forward + backward on 2 CPU cores: [4080, 37000] 0.39 s,
+  [4080, 8000] 89 ms, vs 0.76-0.85 s and 164 ms with TensorFlow's fused
+  SparseSoftmaxCrossEntropyWithLogits kernel, and 1.5 s for the composition
+  logsumexp + gather, whose gradient autodiff scatters into a dense tensor.
 
   Args:
     logits: float [num_tokens, V] (cast to float32 here).
@@ -30,6 +32,9 @@ def smoothed_cross_entropy(logits, labels, weights, label_smoothing):
   Returns:
     (smoothed_sum, nll_sum): float32 scalars [nats]. Gradients flow to `logits`
     from both (d smoothed / d logits = softmax - q, d nll / d logits = softmax - onehot).
+
+  Raises:
+    tf.errors.InvalidArgumentError: (when run) a label outside [0, V).
   """
   logits = tf.cast(logits, tf.float32)
   labels = tf.cast(labels, tf.int32)
@@ -38,16 +43,17 @@ def smoothed_cross_entropy(logits, labels, weights, label_smoothing):
 
   @tf.custom_gradient
   def per_token(logits):
-    nll, softmax_minus_onehot = tf.raw_ops.SparseSoftmaxCrossEntropyWithLogits(
-        features=logits, labels=labels)
+    p = tf.nn.softmax(logits)
     true_logit = tf.gather(logits, labels[:, None], batch_dims=1)[:, 0]
+    log_z = tf.reduce_max(logits, axis=-1) - tf.math.log(tf.reduce_max(p, axis=-1))
+    nll = log_z - true_logit
     smoothed = nll + low * (vocab * true_logit - tf.reduce_sum(logits, axis=-1))
 
     def grad(d_smoothed, d_nll):
-      dense = (softmax_minus_onehot * (d_smoothed + d_nll)[:, None]
-               - (low * d_smoothed)[:, None])
+      d_both = d_smoothed + d_nll
+      dense = p * d_both[:, None] - (low * d_smoothed)[:, None]
       at_label = tf.stack([tf.range(tf.shape(labels)[0]), labels], axis=1)
-      return tf.tensor_scatter_nd_add(dense, at_label, low * vocab * d_smoothed)
+      return tf.tensor_scatter_nd_add(dense, at_label, low * vocab * d_smoothed - d_both)
 
     return (smoothed, nll), grad
 
