@@ -76,3 +76,14 @@ def test_config_round_trip_and_bad_rate():
   assert layer.compute_output_shape((None, 4, 8)) == (None, 4, 8)
   with pytest.raises(ValueError, match="dropout rate"):
     Dropout(1.0)
+  with pytest.raises(ValueError, match="keeps nothing"):
+    Dropout(1 - 2 ** -18)
+
+
+def test_rates_at_the_ends_of_16_bit_resolution():
+  x = tf.random.normal([4, 7])
+  # Below 2^-17 the rate rounds to 0: the identity (no uint16 overflow of the threshold).
+  np.testing.assert_array_equal(Dropout(1e-6)(x, training=True).numpy(), x.numpy())
+  # Just above 1 - 2^-17: threshold 1, one kept element in 65536, scaled by 65536.
+  y = Dropout(1 - 2 ** -16, seed=1)(tf.ones([8, 65536]), training=True).numpy()
+  assert set(np.unique(y)) <= {0.0, 65536.0} and 0 < np.count_nonzero(y) < 40

@@ -13,7 +13,8 @@ class Dropout(keras.layers.Layer):
   In training each element is kept when a uniform 16-bit integer u satisfies
   u < threshold = round((1 - rate) * 65536), and kept elements are scaled by
   65536 / threshold, so the expectation is exactly the input. The realized rate is
-  1 - threshold / 65536, within 2^-17 of `rate` (0.1 -> 0.0999985). One 32-bit
+  1 - threshold / 65536, within 2^-17 of `rate` (0.1 -> 0.0999985); a rate below
+  2^-17 rounds to 0 (identity). One 32-bit
   Philox word gives two decisions, where keras.layers.Dropout draws one float32
   per element: on [4080, 256] float32, 4.1 ms vs 6.2 ms forward on 2 CPU cores.
   Outside training (or with rate 0) it is the identity.
@@ -35,7 +36,8 @@ class Dropout(keras.layers.Layer):
     tensor of the same shape and dtype as `inputs`.
 
   Raises:
-    ValueError: rate outside [0, 1).
+    ValueError: rate outside [0, 1), or so close to 1 that no element would be
+      kept at 16-bit resolution (rate > 1 - 2^-17).
   """
 
   def __init__(self, rate, seed=None, **kwargs):
@@ -47,11 +49,14 @@ class Dropout(keras.layers.Layer):
     if self.rate > 0:
       self.seed_generator = keras.random.SeedGenerator(seed)
     self.threshold = round((1.0 - self.rate) * _LEVELS)
+    if self.threshold == 0:
+      raise ValueError(f"dropout rate {rate} keeps nothing at 16-bit resolution: use a rate "
+                       f"<= 1 - 2^-17")
     self.supports_masking = True
     self.built = True
 
   def call(self, inputs, training=False):
-    if not training or self.rate == 0.0:
+    if not training or self.threshold == _LEVELS:  # rate 0, or below 2^-17
       return inputs
     # Stateless ops want an int32 seed (Keras's TF backend folds its int64 state the same way).
     seed = tf.cast(tf.math.floormod(self.seed_generator.next(), tf.int32.max - 1), tf.int32)
