@@ -228,6 +228,9 @@ def main(argv=None):
     print(RESULT_PREFIX + json.dumps(res), flush=True)
     return
 
+  unknown = set(args.modes.split(",")) - set(MODES)
+  if unknown:
+    parser.error(f"--modes: unknown {sorted(unknown)}; choose from {', '.join(MODES)}")
   modes = [m for m in args.modes.split(",") if m != "uncached" or args.uncached_lines]
   print(f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}; {os.cpu_count()} CPUs; {args.input_file}, "
         f"first {args.lines} lines (uncached: {args.uncached_lines})", flush=True)

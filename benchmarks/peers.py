@@ -401,7 +401,6 @@ def model_garden_step_fn(config=None, batch=None, batches=None):
     calls[0] += 1
     return float(train_step(inputs, targets).numpy())
 
-  step.train_step = train_step
   return step
 
 

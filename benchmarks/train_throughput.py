@@ -185,7 +185,12 @@ def real_batches(size, model_dir, data_dir, count):
   would feed them (size's batch_tokens and max_length, shuffle seed 1).
 
   Returns:
-    list of {"inputs", "targets"} int32 numpy arrays [batch, length] (pad 0).
+    (batches, vocab_size): list of {"inputs", "targets"} int32 numpy arrays
+    [batch, length] (pad 0), and the tokenizer's vocabulary size.
+
+  Raises:
+    tf.errors.NotFoundError: no vocab.model in model_dir (names the path).
+    text_files.MissingDataError: no Multi30k train files under data_dir (names them).
   """
   from t2t_repro.data import batching, problems  # pylint: disable=import-outside-toplevel
   from t2t_repro.data.vocab import Tokenizer  # pylint: disable=import-outside-toplevel

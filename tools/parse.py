@@ -152,8 +152,8 @@ def _bracket_shape(tokens):
   """(deepest nesting, longest run of opening brackets) of one target."""
   depth = deepest = run = longest = 0
   for token in tokens:
-    opens = trees_lib.is_bracket(token) and token[0] == "("
-    closes = trees_lib.is_bracket(token) and token[0] == ")"
+    bracket = trees_lib.is_bracket(token)
+    opens, closes = bracket and token[0] == "(", bracket and token[0] == ")"
     depth += opens - closes
     run = run + 1 if opens else 0
     deepest, longest = max(deepest, depth), max(longest, run)

@@ -60,9 +60,9 @@ class MultiHeadAttention(keras.layers.Layer):
       it holds "k" [batch, h, T, d_k] and "v" [batch, h, T, d_v]; the keys and
       values of `query` (q_len must be 1) are written at position `step` of the
       fixed-size cache (T = max length: static shapes for XLA), or appended to a
-      growing cache (T = step, with `grow_cache`), and the updated dict is returned. Without `step` (encoder-decoder attention)
-      it holds the memory's precomputed "k" and "v" (see `memory_kv`) and `memory`
-      is ignored.
+      growing cache (T = step, with `grow_cache`), and the updated dict is
+      returned. Without `step` (encoder-decoder attention) it holds the memory's
+      precomputed "k" and "v" (see `memory_kv`) and `memory` is ignored.
     step: int32 scalar, the position being decoded (self-attention cache only).
     grow_cache: append to the self-attention cache (concat) instead of writing into
       a fixed-size one: each step then costs O(step), not O(max length) (tested equal).

@@ -77,11 +77,11 @@ class PreReducedAdam(keras.optimizers.Adam):
   `update_step` runs TensorFlow's `ResourceApplyAdam` (one pass over the variable
   and its two slots) instead of Keras's eleven element-wise ops and three
   assignments per variable (the whole update of `base`'s 63M parameters: 162 ms ->
-  62 ms on 2 CPU cores; `small`: 21 -> 10 ms). The arithmetic is Keras's Adam (Kingma & Ba 2015,
-  Algorithm 1 with the bias correction folded into the step size and epsilon added
-  to sqrt(v)), and the slot variables are Keras's own, so checkpoints are
-  unchanged (tested against keras.optimizers.Adam). Sparse (IndexedSlices)
-  gradients and amsgrad use Keras's update.
+  62 ms on 2 CPU cores; `small`: 21 -> 10 ms). The arithmetic is Keras's Adam
+  (Kingma & Ba 2015, Algorithm 1 with the bias correction folded into the step
+  size and epsilon added to sqrt(v)), and the slot variables are Keras's own, so
+  checkpoints are unchanged (tested against keras.optimizers.Adam). Sparse
+  (IndexedSlices) gradients and amsgrad use Keras's update.
   """
 
   def _all_reduce_sum_gradients(self, grads_and_vars):
