@@ -267,3 +267,23 @@ def test_tree_lines_round_trip(tmp_path):
   assert lines[0] == ("(TOP (S (NP (NNP John)) (VP (VBZ has) (NP (DT a) "
                       "(NN dog))) (. .)))")
   assert treebank.read_tree_lines(path) == [SIMPLE, nltk.Tree("TOP", [])]
+
+
+def test_right_branching_hand_example():
+  gold = _t("(TOP (S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (PRP it))))))")
+  assert trees.right_branching(gold) == _t(
+      "(TOP (S (DT The) (S (NN cat) (S (VBD sat) (S (IN on) (PRP it))))))")
+  assert trees.right_branching(_t("(TOP (NN Yes))")) == _t("(TOP (S (NN Yes)))")
+  assert trees.right_branching(_t("(TOP )")) == _t("(TOP )")
+
+
+def test_right_branching_evalb_scores():
+  """EVALB (COLLINS.prm, unlabeled) on the hand example: gold brackets S[0,5] NP[0,2]
+  VP[2,5] PP[3,5] NP[4,5]; right-branching S[0,5] S[1,5] S[2,5] S[3,5]; S[0,5], S[2,5]
+  and S[3,5] match."""
+  import dataclasses  # pylint: disable=import-outside-toplevel
+  from t2t_repro.parsing import evalb  # pylint: disable=import-outside-toplevel
+  gold = _t("(TOP (S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (PRP it))))))")
+  unlabeled = dataclasses.replace(evalb.COLLINS, labeled=False)
+  result = evalb.evaluate([gold], [trees.right_branching(gold)], unlabeled)
+  assert (result.all.matched, result.all.gold_brackets, result.all.test_brackets) == (3, 5, 4)

@@ -357,3 +357,29 @@ def placeholder_tree(tree):
     for a cleaned tree.
   """
   return restore_tags(tree, [PLACEHOLDER_TAG] * len(tree.leaves()))
+
+
+def right_branching(tree, label="S"):
+  """The right-branching baseline over a tree's words and POS tags.
+
+  Every bracket spans from one word to the end of the sentence,
+  ``(TOP (S w1 (S w2 ... (S w_n-1 w_n))))`` with the POS nodes kept: the
+  baseline of Klein and Manning 2001 ("Natural language grammar induction
+  using a constituent-context model"), scored unlabeled there. English is
+  mostly right-branching, so it is the usual floor for a parser's F1.
+
+  Args:
+    tree: nltk.Tree, a cleaned tree (``clean``) whose POS nodes are kept.
+    label: str, the label of every bracket.
+
+  Returns:
+    nltk.Tree with root ``tree.label()``; a tree without words gives an empty
+    root.
+  """
+  tags = [nltk.Tree(tag, [word]) for word, tag in tree.pos()]
+  if not tags:
+    return nltk.Tree(tree.label(), [])
+  node = nltk.Tree(label, tags[-2:])
+  for tag in reversed(tags[:-2]):
+    node = nltk.Tree(label, [tag, node])
+  return nltk.Tree(tree.label(), [node])
