@@ -4,7 +4,11 @@ Every set is a JSON file in the top-level ``configs/`` folder (shipped inside th
 package as ``t2t_repro.configs``). A set may name a ``parent`` set and give only
 the fields it changes, so the Table 3 variants are one line each on top of
 ``base``. ``get_hparams("base", "dropout=0.3,num_layers=4")`` resolves a set,
-applies typed overrides and validates the result.
+applies typed overrides and validates the result. The `HParams` dataclass
+defaults are the paper's base model (Table 3 "base"), written only there:
+``configs/base.json`` holds just its description, and a registered set without
+a parent starts from the dataclass defaults (so every set resolves through
+them, as if base.json listed them all).
 
 Sources: Vaswani et al. 2017, Table 3 (base, big and rows A-E), §5 (training),
 §6.1 (decoding, checkpoint averaging), §6.3 (parsing); tensor2tensor
@@ -26,7 +30,7 @@ class HParamsError(ValueError):
 
 @dataclasses.dataclass
 class HParams:
-  """One resolved hyperparameter set.
+  """One resolved hyperparameter set; the defaults are Transformer base (Table 3).
 
   Attributes (units in brackets):
     description: what the set is and where its values come from.
@@ -127,6 +131,7 @@ class HParams:
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(HParams)}
+_DEFAULTS = {name: f.default for name, f in _FIELDS.items()}
 _CHOICES = {"norm_type": ("post", "pre"), "position_encoding": ("sinusoid", "learned")}
 
 
@@ -208,6 +213,8 @@ def _load_raw(name_or_path, seen=()):
     merged = _load_raw(parent, seen + (parent,))
     merged.update(values)
     values = merged
+  elif origin.startswith("configs/"):  # a registered root set (base): the dataclass defaults
+    values = {**_DEFAULTS, **values}
   _check_keys(values, origin)
   return values
 
