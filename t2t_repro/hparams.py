@@ -55,8 +55,13 @@ class HParams:
       (ValueError). A model setting: decoding settings never change it. Must be
       >= max_length. hparams.json files written before it existed get the old rule,
       max_length + decode_extra_length, for learned tables (so their checkpoints load).
-    learning_rate: constant multiplier of eq. 3 (1.0 paper, 2.0 t2t).
-    warmup_steps: warmup of eq. 3 [steps].
+    lr_schedule: "noam" (eq. 3 of §5.3, the paper) or "inverse_sqrt" (fairseq's
+      inverse_sqrt: linear warmup to peak_learning_rate, then ~ 1/sqrt(step));
+      see `training.schedule`.
+    learning_rate: constant multiplier of eq. 3 (1.0 paper, 2.0 t2t); "noam" only.
+    peak_learning_rate: the rate at the end of warmup; "inverse_sqrt" only (must be
+      positive there).
+    warmup_steps: warmup of either schedule [steps].
     adam_beta1, adam_beta2, adam_epsilon: Adam settings (§5.3).
     clip_norm: global gradient-norm clipping; 0 disables it.
     train_steps: optimizer updates to run [steps].
@@ -83,7 +88,9 @@ class HParams:
   position_encoding: str = "sinusoid"
   max_length: int = 256
   max_positions: int = 512
+  lr_schedule: str = "noam"
   learning_rate: float = 1.0
+  peak_learning_rate: float = 0.0
   warmup_steps: int = 4000
   adam_beta1: float = 0.9
   adam_beta2: float = 0.98
@@ -132,7 +139,8 @@ class HParams:
 
 _FIELDS = {f.name: f for f in dataclasses.fields(HParams)}
 _DEFAULTS = {name: f.default for name, f in _FIELDS.items()}
-_CHOICES = {"norm_type": ("post", "pre"), "position_encoding": ("sinusoid", "learned")}
+_CHOICES = {"norm_type": ("post", "pre"), "position_encoding": ("sinusoid", "learned"),
+            "lr_schedule": ("noam", "inverse_sqrt")}
 
 
 def _check_keys(values, origin):
@@ -154,7 +162,10 @@ def _validated(hp, origin):
   if hp.max_positions < hp.max_length:
     raise HParamsError(f"{origin}: max_positions={hp.max_positions} must be >= max_length="
                        f"{hp.max_length} (training examples must fit the position table)")
-  for name in ("d_k", "d_v", "decode_extra_length", "clip_norm", "alpha"):
+  if hp.lr_schedule == "inverse_sqrt" and not hp.peak_learning_rate > 0:
+    raise HParamsError(f"{origin}: lr_schedule='inverse_sqrt' needs a positive "
+                       f"peak_learning_rate, got {hp.peak_learning_rate}")
+  for name in ("d_k", "d_v", "decode_extra_length", "clip_norm", "alpha", "peak_learning_rate"):
     if not getattr(hp, name) >= 0:
       raise HParamsError(f"{origin}: {name} must be >= 0, got {getattr(hp, name)}")
   for name in ("adam_beta1", "adam_beta2"):

@@ -120,6 +120,31 @@ def test_base_json_holds_only_the_description():
   assert set(read_set("base")) == {"description"}
 
 
+def test_small_data_recipes():
+  tiny = get_hparams("multi30k_revisit_tiny")
+  assert (tiny.num_layers, tiny.d_model, tiny.d_ff, tiny.num_heads, tiny.norm_type) == \
+      (4, 128, 256, 4, "post")
+  assert (tiny.dropout, tiny.label_smoothing, tiny.vocab_size) == (0.3, 0.1, 10000)
+  assert (tiny.adam_beta1, tiny.adam_beta2) == (0.9, 0.98)
+  assert (tiny.lr_schedule, tiny.warmup_steps, tiny.peak_learning_rate) == ("inverse_sqrt", 2000, 0.005)
+  assert (tiny.batch_tokens, tiny.train_steps, tiny.checkpoint_average, tiny.beam_size) == \
+      (8192, 8000, 10, 5)
+  assert "lowercase" in tiny.description and "Wu et al. 2021" in tiny.description
+  hour = get_hparams("multi30k_cpu_hour")
+  assert hour.lr_schedule == "inverse_sqrt" and hour.peak_learning_rate > 0
+  assert hour.dropout == 0.3 and hour.attention_dropout > 0 and hour.relu_dropout > 0
+  assert 6000 <= hour.vocab_size <= 8000
+  assert "starting point" in hour.description and "dev" in hour.description
+
+
+def test_lr_schedule_choice_is_validated():
+  assert get_hparams("base").lr_schedule == "noam"  # eq. 3 stays the default
+  with pytest.raises(ValueError, match="lr_schedule='cosine' is not one of"):
+    get_hparams("base", "lr_schedule=cosine")
+  with pytest.raises(ValueError, match="needs a positive peak_learning_rate, got 0.0"):
+    get_hparams("base", "lr_schedule=inverse_sqrt")
+
+
 def test_overrides_are_typed():
   hp = get_hparams("base", "dropout=0.3, num_layers=4,norm_type=pre")
   assert (hp.dropout, hp.num_layers, hp.norm_type) == (0.3, 4, "pre")

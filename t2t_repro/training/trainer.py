@@ -20,7 +20,7 @@ import tensorflow as tf
 from t2t_repro.model.transformer import Transformer
 from t2t_repro.training import checkpoints
 from t2t_repro.training.loss import smoothed_cross_entropy
-from t2t_repro.training.schedule import TransformerSchedule
+from t2t_repro.training.schedule import make_schedule
 
 SUM = tf.distribute.ReduceOp.SUM
 
@@ -84,10 +84,11 @@ class PreReducedAdam(keras.optimizers.Adam):
 
 
 def make_optimizer(hparams, mixed_precision="none"):
-  """Adam(beta1, beta2, eps) with the eq. 3 schedule (§5.3); wrapped in a dynamic
-  LossScaleOptimizer under mixed_float16."""
+  """Adam(beta1, beta2, eps) with the schedule of `hparams.lr_schedule` (eq. 3 of §5.3 by
+  default; `schedule.make_schedule`); wrapped in a dynamic LossScaleOptimizer under
+  mixed_float16."""
   optimizer = PreReducedAdam(
-      learning_rate=TransformerSchedule(hparams.d_model, hparams.warmup_steps, hparams.learning_rate),
+      learning_rate=make_schedule(hparams),
       beta_1=hparams.adam_beta1, beta_2=hparams.adam_beta2, epsilon=hparams.adam_epsilon)
   if mixed_precision == "mixed_float16":
     optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
