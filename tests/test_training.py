@@ -8,6 +8,7 @@ import tensorflow as tf
 from t2t_repro.hparams import get_hparams
 from t2t_repro.training.loss import smoothed_cross_entropy
 from t2t_repro.training.schedule import InverseSqrtSchedule, TransformerSchedule, make_schedule
+from t2t_repro.training import trainer as trainer_lib
 from t2t_repro.training.trainer import PreReducedAdam, Trainer, make_strategy
 
 
@@ -259,3 +260,25 @@ def test_pre_reduced_adam_equals_keras_adam(replicas):
     results.append([v.numpy() for v in variables + optimizer.variables[1:]])
   for ours, reference in zip(*results):
     np.testing.assert_allclose(ours, reference, rtol=1e-6, atol=1e-7)
+
+
+def test_keras_private_hook_is_present_and_pinned(monkeypatch):
+  """PreReducedAdam overrides Keras's private `_all_reduce_sum_gradients`: it must exist, be what
+  Keras's update calls, and the Keras pin of setup.cfg must be the supported range."""
+  import configparser  # pylint: disable=import-outside-toplevel
+  import inspect  # pylint: disable=import-outside-toplevel
+  import os  # pylint: disable=import-outside-toplevel
+  from packaging.specifiers import SpecifierSet  # pylint: disable=import-outside-toplevel
+  from keras.src.backend.tensorflow.optimizer import TFOptimizer  # pylint: disable=import-outside-toplevel
+  trainer_lib.check_keras_hook()
+  assert "self._all_reduce_sum_gradients(" in inspect.getsource(TFOptimizer._backend_update_step), (
+      f"keras {keras.__version__} no longer all-reduces through _all_reduce_sum_gradients: "
+      "PreReducedAdam's override would not stop a second sum; see trainer.SUPPORTED_KERAS")
+  assert keras.__version__ in SpecifierSet(trainer_lib.SUPPORTED_KERAS)
+  config = configparser.ConfigParser()
+  config.read(os.path.join(os.path.dirname(os.path.dirname(__file__)), "setup.cfg"))
+  assert f"keras{trainer_lib.SUPPORTED_KERAS}" in config["options"]["install_requires"].split()
+  monkeypatch.delattr(TFOptimizer, "_all_reduce_sum_gradients")
+  with pytest.raises(RuntimeError, match=r"has no _all_reduce_sum_gradients .* summed gradients "
+                                         r"again\. This project supports keras>=3\.10,<3\.16"):
+    trainer_lib.make_optimizer(get_hparams("tiny"))
