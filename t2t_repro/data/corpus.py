@@ -1,4 +1,4 @@
-"""Streaming parallel corpora: validated once, indexed, read in chunks (issue 13).
+"""Streaming parallel corpora: validated once, indexed, read in chunks.
 
 A training corpus (WMT14 En-Fr: 36M line pairs, 9 GB) is never held in memory.
 `ParallelCorpus(file_pairs, cache_dir)` validates every file pair in one

@@ -1,4 +1,4 @@
-"""Reading parallel text with validation (issue 3, item 5).
+"""Reading parallel text with validation.
 
 A parallel corpus is two UTF-8 files with one sentence per line; line i of
 the source file is the translation of line i of the target file. Everything
