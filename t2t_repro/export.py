@@ -44,9 +44,9 @@ from absl import flags  # pylint: disable=wrong-import-position
 
 from t2t_repro import cli, export_ctranslate2  # pylint: disable=wrong-import-position
 from t2t_repro.constants import EOS_ID, PAD_ID  # pylint: disable=wrong-import-position
+from t2t_repro.data import text_files  # pylint: disable=wrong-import-position
 from t2t_repro.decoding import config as decode_config  # pylint: disable=wrong-import-position
 from t2t_repro.decoding import translator as translator_lib  # pylint: disable=wrong-import-position
-from t2t_repro.data import text_files  # pylint: disable=wrong-import-position
 
 FLAGS = flags.FLAGS
 

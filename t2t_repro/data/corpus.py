@@ -141,10 +141,7 @@ class _Corpus:
   def iter_pairs(self):
     """Yields the stripped, non-empty (source, target) str pairs in file order."""
     for sources, targets in self.iter_chunk_lines():
-      for src, tgt in zip(sources, targets):
-        src, tgt = src.strip(), tgt.strip()
-        if src and tgt:
-          yield src, tgt
+      yield from filter(None, map(text_files.strip_pair, sources, targets))
 
 
 class ParallelCorpus(_Corpus):

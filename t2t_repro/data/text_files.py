@@ -92,6 +92,12 @@ def iter_lines(paths):
     yield from read_lines(path)
 
 
+def strip_pair(source, target):
+  """The pair rule of every reader: both sides `str.strip()`ped; None when a side is then empty."""
+  source, target = source.strip(), target.strip()
+  return (source, target) if source and target else None
+
+
 def clean_pairs(pairs, origin=""):
   """Strips both sides of every pair and drops (and counts) pairs with an empty side.
 
@@ -104,9 +110,9 @@ def clean_pairs(pairs, origin=""):
   """
   kept, dropped = [], 0
   for src, tgt in pairs:
-    src, tgt = src.strip(), tgt.strip()
-    if src and tgt:
-      kept.append((src, tgt))
+    pair = strip_pair(src, tgt)
+    if pair:
+      kept.append(pair)
     else:
       dropped += 1
   return ParallelText(kept, dropped, origin)

@@ -27,6 +27,7 @@ from absl import logging
 
 from t2t_repro import fileio
 from t2t_repro.constants import EOS_ID, PAD_ID, UNK_ID
+from t2t_repro.data import text_files
 
 # sentencepiece's default `max_sentence_length` [bytes]: longer sentences are not learned from.
 MAX_SENTENCE_BYTES = 4192
@@ -132,10 +133,9 @@ def sample_sentences(corpus, max_sentences, seed=1):
     left -= len(sources)
     wanted -= take
     for i in rows:
-      src, tgt = sources[i].strip(), targets[i].strip()
-      if src and tgt:
-        yield src
-        yield tgt
+      pair = text_files.strip_pair(sources[i], targets[i])
+      if pair:
+        yield from pair
 
 
 def get_or_learn_vocab(problem, vocab_size=None, cache_dir=None, input_sentence_size=10_000_000,
