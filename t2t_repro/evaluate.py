@@ -1,8 +1,8 @@
-"""Scores detokenized translations: sacreBLEU (primary), chrF, and the paper's BLEU.
+"""Scores detokenized translations: sacreBLEU (primary), chrF, and comparable BLEUs.
 
 ``python -m t2t_repro.evaluate --hyp=FILE --ref=FILE [--ref=FILE2 ...] [--tgt_lang=de]``
 
-Three scores, each labelled (SPEC.md, "Where the reference code differs"):
+Four scores, each labelled (SPEC.md, "Where the reference code differs"):
 
 1. **sacreBLEU** (primary): cased, ``13a`` tokenizer, exponential smoothing,
    exactly ``sacrebleu -tok 13a``; printed with its signature
@@ -37,6 +37,16 @@ Three scores, each labelled (SPEC.md, "Where the reference code differs"):
    decimals to compare). Known remaining difference: sacremoses is a port of
    tokenizer.perl that may differ from a given Moses release in rare corner
    cases (its own test-suite checks it against tokenizer.perl).
+4. **Multi30k-comparable: lowercased, Moses-tokenized BLEU**, the score the
+   Multi30k papers (WMT16-18 multimodal task; Wu et al. 2021, Revisit-MMT)
+   report. Their data was prepared with Moses ``lowercase.perl |
+   normalize-punctuation.perl -l L | tokenizer.perl -l L`` and scored with
+   multi-bleu.perl. Here: ``str.lower``, then
+   ``sacremoses.MosesPunctNormalizer(lang=L)``, then
+   ``sacremoses.MosesTokenizer(lang=L)`` (``escape=False``, no ``-a``) on the
+   hypothesis and the raw references, and
+   ``sacrebleu.BLEU(tokenize="none", lowercase=True, smooth_method="none",
+   force=True)`` (multi-bleu.perl's computation, as in 3).
 
 Python API (used by ``python -m t2t_repro.translate --evaluate``)::
 
@@ -60,6 +70,7 @@ PAPER_LABEL = ("paper-comparable: tokenized BLEU with compound splitting "
                "(t2t get_ende_bleu.sh)")
 SACREBLEU_LABEL = "sacreBLEU (primary: detokenized, cased, 13a)"
 CHRF_LABEL = "chrF"
+LOWERCASED_LABEL = "BLEU (lowercased, Moses-tokenized; Multi30k papers)"
 
 # perl -ple 's{(\S)-(\S)}{$1 ##AT##-##AT## $2}g'; re.sub is also global and
 # non-overlapping, so "a-b-c" -> "a ##AT##-##AT## b-c" exactly as in perl.
@@ -110,6 +121,33 @@ def tokenize_for_paper_bleu(line, lang="de"):
   return split_compounds(moses_tokenize(line, lang))
 
 
+_NORMALIZERS = {}
+
+
+def tokenize_lowercased(line, lang="de"):
+  """Multi30k preprocessing: lowercase, Moses punctuation-normalize, tokenize.
+
+  The Moses pipeline ``lowercase.perl | normalize-punctuation.perl -l LANG |
+  tokenizer.perl -l LANG`` via sacremoses (``MosesPunctNormalizer``,
+  ``MosesTokenizer`` with ``escape=False``, no aggressive dash splits).
+
+  Args:
+    line: one detokenized sentence (str).
+    lang: language code of the sentence (e.g. "de", "fr", "cs").
+
+  Returns:
+    The lowercased tokenized sentence, tokens separated by single spaces.
+  """
+  if lang not in _NORMALIZERS:
+    from sacremoses import MosesPunctNormalizer, MosesTokenizer  # pylint: disable=g-import-not-at-top
+    _NORMALIZERS[lang] = (MosesPunctNormalizer(lang=lang),
+                          MosesTokenizer(lang=lang))
+  normalizer, tokenizer = _NORMALIZERS[lang]
+  return tokenizer.tokenize(
+      normalizer.normalize(line.lower()), return_str=True, escape=False,
+      aggressive_dash_splits=False)
+
+
 def _normalize_refs(hyps, refs):
   """Returns refs as a list of reference streams, each len(hyps) long."""
   if isinstance(refs, str):
@@ -148,6 +186,9 @@ def score(hyps, refs, tgt_lang="de"):
       "bleu_tok_compound": float, paper-comparable tokenized BLEU with
         compound splitting; "bleu_tok_compound_label": PAPER_LABEL;
         "bleu_tok_compound_signature": str; "bleu_tok_compound_details": str.
+      "bleu_lc_tok": float, lowercased Moses-normalized Moses-tokenized BLEU
+        (LOWERCASED_LABEL, the Multi30k papers' score);
+        "bleu_lc_tok_signature": str; "bleu_lc_tok_details": str.
       "num_sentences": int; "num_refs": int.
 
   Raises:
@@ -169,6 +210,15 @@ def score(hyps, refs, tgt_lang="de"):
   tok_signature = (f"tok:moses-{tgt_lang}(sacremoses)+atat-compound-split|"
                    + tok_bleu.get_signature().format())
 
+  lc_hyps = [tokenize_lowercased(h, tgt_lang) for h in hyps]
+  lc_streams = [[tokenize_lowercased(r, tgt_lang) for r in stream]
+                for stream in streams]
+  lc_bleu = sacrebleu.BLEU(tokenize="none", lowercase=True,
+                           smooth_method="none", force=True)
+  lc_score = lc_bleu.corpus_score(lc_hyps, lc_streams)
+  lc_signature = (f"tok:lowercase+moses-norm-punct+moses-{tgt_lang}(sacremoses)|"
+                  + lc_bleu.get_signature().format())
+
   return {
       "sacrebleu": float(bleu_score.score),
       "sacrebleu_signature": bleu.get_signature().format(),
@@ -179,6 +229,9 @@ def score(hyps, refs, tgt_lang="de"):
       "bleu_tok_compound_label": PAPER_LABEL,
       "bleu_tok_compound_signature": tok_signature,
       "bleu_tok_compound_details": str(tok_score),
+      "bleu_lc_tok": float(lc_score.score),
+      "bleu_lc_tok_signature": lc_signature,
+      "bleu_lc_tok_details": str(lc_score),
       "num_sentences": len(hyps),
       "num_refs": len(streams),
   }
@@ -198,6 +251,10 @@ def format_scores(scores):
       f"  {scores['bleu_tok_compound_details']}",
       "  (comparable to the paper's Table 2: 27.3 base / 28.4 big En-De; "
       "never use it as the primary score)",
+      f"{LOWERCASED_LABEL}: {scores['bleu_lc_tok']:.2f}",
+      f"  signature: {scores['bleu_lc_tok_signature']}",
+      f"  {scores['bleu_lc_tok_details']}",
+      "  (comparable to Multi30k papers' BLEU; never the primary score)",
       f"sentences: {scores['num_sentences']}, references per sentence: "
       f"{scores['num_refs']}",
   ])
@@ -235,7 +292,7 @@ def _define_flags():
   flags.DEFINE_multi_string(
       "ref", None, "Detokenized reference file; repeat for several references.")
   flags.DEFINE_string("tgt_lang", "de",
-                      "Target language (Moses tokenizer of the paper BLEU).")
+                      "Target language (Moses tokenizer of the tokenized BLEUs).")
 
 
 def main(argv):

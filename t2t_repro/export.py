@@ -44,6 +44,7 @@ from absl import flags  # pylint: disable=wrong-import-position
 
 from t2t_repro import cli, export_ctranslate2  # pylint: disable=wrong-import-position
 from t2t_repro.constants import EOS_ID, PAD_ID  # pylint: disable=wrong-import-position
+from t2t_repro.data import text_files  # pylint: disable=wrong-import-position
 from t2t_repro.decoding import config as decode_config  # pylint: disable=wrong-import-position
 from t2t_repro.decoding import translator as translator_lib  # pylint: disable=wrong-import-position
 
@@ -146,7 +147,7 @@ class ServingModule(tf.Module):
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="sentences")])
   def translate(self, sentences):
     """sentences tf.string [batch] -> {"translations": tf.string [batch], "scores": float32 [batch]}."""
-    sentences = tf.strings.strip(sentences)
+    sentences = text_files.strip_in_graph(sentences)
     inputs = self.tokenizer.encode(sentences).to_tensor(default_value=PAD_ID)
     ids, scores = self._search(tf.cast(inputs, tf.int32))
     blank = tf.equal(sentences, "")

@@ -37,15 +37,31 @@ def decode_lines(data, path="<bytes>"):
     line = data.count(b"\n", 0, e.start) + 1
     raise EncodingError(f"{path}:{line}: invalid UTF-8 (byte 0x{data[e.start]:02x} at byte offset "
                         f"{e.start} of the file: {e.reason})") from None
-  nul = data.find(b"\0")
-  if nul >= 0:  # never text; a UTF-16 file (every other byte NUL) would otherwise pass as UTF-8
-    line = data.count(b"\n", 0, nul) + 1
-    raise EncodingError(f"{path}:{line}: NUL byte at byte offset {nul} (binary data, or a "
-                        "UTF-16 file? text must be UTF-8)")
+  check_no_nul(data, path)
   lines = text.removeprefix("\ufeff").split("\n")
   if lines[-1] == "":
     lines.pop()
   return [line.removesuffix("\r") for line in lines]
+
+
+def check_no_nul(data, path, lines_before=0, offset=0):
+  """Refuses a NUL byte: never text; a UTF-16 file (every other byte NUL) would pass as UTF-8.
+
+  Args:
+    data: bytes, a whole file or one block of it.
+    path: file name for the message.
+    lines_before: lines of the file before `data` (for the 1-based line number).
+    offset: byte offset of `data` in the file.
+
+  Raises:
+    EncodingError: `data` holds a NUL byte; the message gives `path`, the 1-based
+      line number and the byte offset in the file.
+  """
+  nul = data.find(b"\0")
+  if nul >= 0:
+    line = lines_before + data.count(b"\n", 0, nul) + 1
+    raise EncodingError(f"{path}:{line}: NUL byte at byte offset {offset + nul} (binary data, "
+                        "or a UTF-16 file? text must be UTF-8)")
 
 
 def read_lines(path):

@@ -4,7 +4,11 @@ Every set is a JSON file in the top-level ``configs/`` folder (shipped inside th
 package as ``t2t_repro.configs``). A set may name a ``parent`` set and give only
 the fields it changes, so the Table 3 variants are one line each on top of
 ``base``. ``get_hparams("base", "dropout=0.3,num_layers=4")`` resolves a set,
-applies typed overrides and validates the result.
+applies typed overrides and validates the result. The `HParams` dataclass
+defaults are the paper's base model (Table 3 "base"), written only there:
+``configs/base.json`` holds just its description, and a registered set without
+a parent starts from the dataclass defaults (so every set resolves through
+them, as if base.json listed them all).
 
 Sources: Vaswani et al. 2017, Table 3 (base, big and rows A-E), §5 (training),
 §6.1 (decoding, checkpoint averaging), §6.3 (parsing); tensor2tensor
@@ -26,7 +30,7 @@ class HParamsError(ValueError):
 
 @dataclasses.dataclass
 class HParams:
-  """One resolved hyperparameter set.
+  """One resolved hyperparameter set; the defaults are Transformer base (Table 3).
 
   Attributes (units in brackets):
     description: what the set is and where its values come from.
@@ -51,8 +55,13 @@ class HParams:
       (ValueError). A model setting: decoding settings never change it. Must be
       >= max_length. hparams.json files written before it existed get the old rule,
       max_length + decode_extra_length, for learned tables (so their checkpoints load).
-    learning_rate: constant multiplier of eq. 3 (1.0 paper, 2.0 t2t).
-    warmup_steps: warmup of eq. 3 [steps].
+    lr_schedule: "noam" (eq. 3 of §5.3, the paper) or "inverse_sqrt" (fairseq's
+      inverse_sqrt: linear warmup to peak_learning_rate, then ~ 1/sqrt(step));
+      see `training.schedule`.
+    learning_rate: constant multiplier of eq. 3 (1.0 paper, 2.0 t2t); "noam" only.
+    peak_learning_rate: the rate at the end of warmup; "inverse_sqrt" only (must be
+      positive there).
+    warmup_steps: warmup of either schedule [steps].
     adam_beta1, adam_beta2, adam_epsilon: Adam settings (§5.3).
     clip_norm: global gradient-norm clipping; 0 disables it.
     train_steps: optimizer updates to run [steps].
@@ -79,7 +88,9 @@ class HParams:
   position_encoding: str = "sinusoid"
   max_length: int = 256
   max_positions: int = 512
+  lr_schedule: str = "noam"
   learning_rate: float = 1.0
+  peak_learning_rate: float = 0.0
   warmup_steps: int = 4000
   adam_beta1: float = 0.9
   adam_beta2: float = 0.98
@@ -127,7 +138,9 @@ class HParams:
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(HParams)}
-_CHOICES = {"norm_type": ("post", "pre"), "position_encoding": ("sinusoid", "learned")}
+_DEFAULTS = {name: f.default for name, f in _FIELDS.items()}
+_CHOICES = {"norm_type": ("post", "pre"), "position_encoding": ("sinusoid", "learned"),
+            "lr_schedule": ("noam", "inverse_sqrt")}
 
 
 def _check_keys(values, origin):
@@ -149,7 +162,10 @@ def _validated(hp, origin):
   if hp.max_positions < hp.max_length:
     raise HParamsError(f"{origin}: max_positions={hp.max_positions} must be >= max_length="
                        f"{hp.max_length} (training examples must fit the position table)")
-  for name in ("d_k", "d_v", "decode_extra_length", "clip_norm", "alpha"):
+  if hp.lr_schedule == "inverse_sqrt" and not hp.peak_learning_rate > 0:
+    raise HParamsError(f"{origin}: lr_schedule='inverse_sqrt' needs a positive "
+                       f"peak_learning_rate, got {hp.peak_learning_rate}")
+  for name in ("d_k", "d_v", "decode_extra_length", "clip_norm", "alpha", "peak_learning_rate"):
     if not getattr(hp, name) >= 0:
       raise HParamsError(f"{origin}: {name} must be >= 0, got {getattr(hp, name)}")
   for name in ("adam_beta1", "adam_beta2"):
@@ -208,6 +224,8 @@ def _load_raw(name_or_path, seen=()):
     merged = _load_raw(parent, seen + (parent,))
     merged.update(values)
     values = merged
+  elif origin.startswith("configs/"):  # a registered root set (base): the dataclass defaults
+    values = {**_DEFAULTS, **values}
   _check_keys(values, origin)
   return values
 

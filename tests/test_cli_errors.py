@@ -46,6 +46,9 @@ def data(tmp_path_factory):
   (d / "blank.tgt").write_text("\n\n\n", encoding="utf-8")
   (d / "bad_utf8.src").write_bytes(_text(3).encode() + b"caf\xe9 au lait\n")
   (d / "bad_utf8.tgt").write_text(_text(4), encoding="utf-8")
+  (d / "nul.src").write_bytes(_text(150).encode() + b"a \x00 b\n" + _text(49).encode())
+  (d / "too_long.src").write_text(("x" * 4200 + "\n") * 200, encoding="utf-8")
+  (d / "too_long.tgt").write_text(("y" * 4200 + "\n") * 200, encoding="utf-8")
   (d / "folder").mkdir()
   (d / "a_file").write_text("not a folder\n", encoding="utf-8")
   return d
@@ -149,12 +152,16 @@ def test_debug_shows_the_traceback(data, tmp_path):
 # ---- cases that need TensorFlow (vocabulary, strategy or checkpoints) ------------------
 
 def test_train_data_errors_after_vocab(data, tmp_path):
-  """Dev lines all blank, every example too long: exit 1, nothing written."""
+  """Dev lines all blank, every example too long (for max_length, for BPE learning), a NUL byte in
+  the streamed training text: exit 1, nothing written."""
   small = ["--hparams_override=vocab_size=60", f"--vocab_dir={tmp_path / 'vocab'}"]
   cases = [
       (["--dev_src={d}/blank.src", "--dev_tgt={d}/blank.tgt"], ["{d}/blank.src", "dev"]),
       (["--hparams_override=vocab_size=60,max_length=3,batch_tokens=64"],
        ["all 200 training pairs", "max_length=3"]),
+      (["--train_src={d}/nul.src"], ["{d}/nul.src:151", "NUL byte"]),
+      (["--train_src={d}/too_long.src", "--train_tgt={d}/too_long.tgt"],
+       ["{d}/too_long.src", "all 400 sentences are longer than 4192 bytes"]),
   ]
   for flags, names in cases:
     model_dir = tmp_path / "model"

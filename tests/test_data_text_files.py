@@ -113,3 +113,40 @@ def test_nul_byte_is_an_error_naming_the_line(tmp_path):
 def test_directory_is_named(tmp_path):
   with pytest.raises(text_files.MissingDataError, match="is a directory"):
     text_files.read_lines(str(tmp_path))
+
+
+def test_every_input_path_has_the_same_rules(tmp_path):
+  """Training (streamed), dev, translate, evaluate and parse read text with one set of rules:
+  a NUL byte is an error naming the file and line; Unicode whitespace is stripped alike."""
+  from t2t_repro import evaluate  # pylint: disable=import-outside-toplevel
+  from t2t_repro.data import corpus, problems  # pylint: disable=import-outside-toplevel
+  from t2t_repro.parsing import pipeline, treebank  # pylint: disable=import-outside-toplevel
+  good = _write(tmp_path / "good.txt", ["a b", "c d", "e f"])
+  nul = tmp_path / "nul.txt"
+  nul.write_bytes(b"a b\nc \x00d\ne f\n")
+  nul = str(nul)
+  problem = problems.get_problem("parallel_text", train_src=nul, train_tgt=good, dev_src=nul,
+                                 dev_tgt=good)
+  readers = {
+      "training": lambda: problem.corpus("train"),
+      "training, one block at a time": lambda: text_files.scan_lines(nul, 2, block_bytes=3),
+      "dev": lambda: problem.text_pairs("dev"),
+      "translate": lambda: fileio.read_lines(nul),
+      "evaluate": lambda: evaluate.score_files(good, [nul]),
+      "parse": lambda: treebank.read_tree_lines(nul),
+      "parse (delinearize)": lambda: pipeline.delinearize_files(good, nul, str(tmp_path / "o")),
+  }
+  for name, read in readers.items():
+    with pytest.raises(text_files.EncodingError, match=r"nul\.txt:2: NUL byte at byte offset 6"):
+      read()
+      pytest.fail(name)
+
+  spaces = ["\u00a0", "\u3000 \u3000", "\u2028", "\u00a0x y\u2028 "]
+  src = _write(tmp_path / "space.src", spaces)
+  tgt = _write(tmp_path / "space.tgt", ["t"] * len(spaces))
+  expected = [("x y", "t")]
+  assert text_files.read_parallel(src, tgt).pairs == expected
+  streamed = corpus.ParallelCorpus([(src, tgt)])
+  assert list(streamed.iter_pairs()) == expected
+  assert [(s.decode(), t.decode()) for s, t in
+          streamed.dataset(training=False).as_numpy_iterator()] == expected

@@ -8,6 +8,7 @@ import pytest
 import sentencepiece as spm
 import tensorflow as tf
 
+from t2t_repro import fileio
 from t2t_repro.data import corpus, problems, text_files, vocab
 
 TRAIN_YEARS = (2015, 2016, 2017, 2018)
@@ -128,3 +129,19 @@ def test_rejects_other_special_ids_and_too_little_text(tmp_path):
 def test_decode_handles_int64_and_all_pad(tokenizer):
   out = tokenizer.decode(tf.constant(np.zeros((2, 3), np.int64)))
   assert out.numpy().tolist() == [b"", b""]
+
+
+def test_too_long_sentences_are_skipped_and_all_too_long_is_a_data_error(tmp_path):
+  long = "x" * (vocab.MAX_SENTENCE_BYTES - 1) + "é"  # one byte over the limit in UTF-8
+  with pytest.raises(fileio.DataError,
+                     match=f"^no sentence to learn the BPE vocabulary from: all 3 sentences are "
+                           f"longer than {vocab.MAX_SENTENCE_BYTES} bytes"):
+    vocab.learn_vocab([long] * 3, 20, str(tmp_path / "x"))
+  with pytest.raises(fileio.DataError, match="the text is empty"):
+    vocab.learn_vocab(["", ""], 20, str(tmp_path / "x"))
+  assert not os.path.exists(tmp_path / "x.model")
+  # The long sentence is left out: its "é" is not a piece of the learned model.
+  path = vocab.learn_vocab(["a b c d e f g h"] * 20 + [long], 20, str(tmp_path / "y"))
+  processor = spm.SentencePieceProcessor(model_file=path)
+  assert processor.piece_to_id("é") == processor.unk_id()
+  assert processor.piece_to_id("a") != processor.unk_id()

@@ -19,6 +19,7 @@ def test_identical_is_100():
   assert s["sacrebleu"] == pytest.approx(100.0)
   assert s["chrf"] == pytest.approx(100.0)
   assert s["bleu_tok_compound"] == pytest.approx(100.0)
+  assert s["bleu_lc_tok"] == pytest.approx(100.0)
   assert s["num_sentences"] == 2 and s["num_refs"] == 1
 
 
@@ -99,6 +100,55 @@ def test_tok_bleu_zero_precision_is_zero_like_multi_bleu():
   assert s["sacrebleu"] > 0.0  # sacreBLEU's default exp smoothing
 
 
+def _lowercased_bleu_by_hand(hyps, refs, lang="de"):
+  """sacremoses + sacreBLEU called directly: the Multi30k papers' recipe."""
+  import sacrebleu  # pylint: disable=g-import-not-at-top
+  from sacremoses import MosesPunctNormalizer, MosesTokenizer  # pylint: disable=g-import-not-at-top
+  norm, tok = MosesPunctNormalizer(lang=lang), MosesTokenizer(lang=lang)
+  prep = lambda line: tok.tokenize(norm.normalize(line.lower()),
+                                   return_str=True, escape=False)
+  return sacrebleu.corpus_bleu(
+      [prep(h) for h in hyps], [[prep(r) for r in refs]], tokenize="none",
+      smooth_method="none", force=True).score
+
+
+def test_lowercased_moses_bleu_multi30k():
+  # Case, punctuation (« », „ “, ’) and attached commas/periods differ between
+  # hypothesis and reference; lowercasing + normalization + tokenization make
+  # them the same tokens.
+  hyps = ["Ein Mann, der „Gitarre“ spielt.", "Zwei HUNDE rennen im Schnee!",
+          "Eine Frau mit rotem Hut sitzt auf der Bank."]
+  refs = ["ein mann , der \"gitarre\" spielt .", "zwei hunde laufen im schnee !",
+          "Eine Frau mit einem roten Hut sitzt auf einer Bank."]
+  s = evaluate.score(hyps, refs)
+  expected = _lowercased_bleu_by_hand(hyps, refs)
+  assert s["bleu_lc_tok"] == pytest.approx(expected, abs=1e-9)
+  # By hand: sentence 1 is identical after preprocessing (9 tokens):
+  # 9/9, 8/8, 7/7, 6/6; sentence 2 (6 tokens, "rennen" != "laufen"):
+  # 5/6, 3/5, 1/4, 0/3; sentence 3 (10 tokens vs 11): 8/10, 5/9, 2/8, 0/7.
+  # p = 22/25, 16/22, 10/19, 6/16 (product 12/95); c = 25, r = 26.
+  by_hand = 100 * math.exp(1 - 26 / 25) * (12 / 95) ** 0.25
+  assert s["bleu_lc_tok"] == pytest.approx(by_hand, abs=1e-9)
+  assert evaluate.tokenize_lowercased(hyps[0]) == (
+      'ein mann , der " gitarre " spielt .')
+  # Dropping the lowercasing or the tokenization changes the score.
+  plain = evaluate.sacrebleu.corpus_bleu(
+      [h.lower() for h in hyps], [[r.lower() for r in refs]],
+      tokenize="none", smooth_method="none", force=True).score
+  cased = evaluate.sacrebleu.corpus_bleu(
+      [evaluate.tokenize_lowercased(h) for h in hyps],
+      [[evaluate.moses_tokenize(r) for r in refs]], tokenize="none",
+      smooth_method="none", force=True).score
+  assert expected > plain + 10 and expected > cased + 10
+  assert "case:lc" in s["bleu_lc_tok_signature"]
+  assert "moses-norm-punct" in s["bleu_lc_tok_signature"]
+  report = evaluate.format_scores(s)
+  assert f"{evaluate.LOWERCASED_LABEL}: {s['bleu_lc_tok']:.2f}" in report
+  assert "Multi30k" in evaluate.LOWERCASED_LABEL
+  # sacreBLEU (cased, 13a) stays the first, primary line.
+  assert report.splitlines()[0].startswith(evaluate.SACREBLEU_LABEL)
+
+
 def test_ref_count_mismatch_api():
   with pytest.raises(ValueError, match="2 lines.*1 lines"):
     evaluate.score(["a", "b"], ["a"])
@@ -140,6 +190,7 @@ def test_cli(tmp_path):
   assert "nrefs:2|case:mixed|eff:no|tok:13a" in out.stdout
   assert "chrF:" in out.stdout
   assert evaluate.PAPER_LABEL in out.stdout
+  assert evaluate.LOWERCASED_LABEL in out.stdout
   assert "references per sentence: 2" in out.stdout
 
   out = _run_cli(f"--hyp={hyp}", f"--ref={tmp_path / 'nope.txt'}")

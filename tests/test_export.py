@@ -46,6 +46,9 @@ def test_saved_model_equals_translate_cli(tmp_path, model_dir, shared_data_dir):
   with open(os.path.join(shared_data_dir, "wmt14", "newstest2014-full.en-de.en"), encoding="utf-8") as f:
     lines = [next(f).rstrip("\n")[:60] for _ in range(5)]
   lines.insert(2, "")
+  # Whitespace-only lines under Python's str.strip() rule (translate and training) must be blank
+  # when served too: U+00A0, U+3000 and U+2028 are not ASCII whitespace (tf.strings.strip keeps them).
+  lines += ["\u00a0", "\u3000 \u3000", "\u2028", f"\u00a0\u3000{lines[0]}\u2028 "]
   export_dir = str(tmp_path / "export" / "1")
   export.export_model(model_dir, export_dir)
   assert os.path.exists(os.path.join(export_dir, "saved_model.pb"))
@@ -66,8 +69,10 @@ def test_saved_model_equals_translate_cli(tmp_path, model_dir, shared_data_dir):
   result = json.loads(served.stdout.strip().splitlines()[-1])
   assert result["translations"] == cli_lines
   assert result["v1_translations"] == cli_lines
-  assert len(cli_lines) == 6 and cli_lines[2] == "" and result["scores"][2] == 0.0
+  assert len(cli_lines) == 10 and cli_lines[2] == "" and result["scores"][2] == 0.0
   assert all(cli_lines[i] for i in (0, 1, 3, 4, 5))
+  assert cli_lines[6:9] == ["", "", ""] and result["scores"][6:9] == [0.0, 0.0, 0.0]
+  assert cli_lines[9] == cli_lines[0] and result["scores"][9] == pytest.approx(result["scores"][0])
   assert result["ids_shape"][0] == 2 and len(result["ids_scores"]) == 2
 
 

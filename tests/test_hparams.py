@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from t2t_repro.hparams import get_hparams, list_hparams, parse_overrides
+from t2t_repro.hparams import get_hparams, list_hparams, parse_overrides, read_set
 
 
 def test_base_is_the_paper():
@@ -65,6 +65,86 @@ def test_every_registered_set_resolves():
     get_hparams(name)
 
 
+# Resolved values of every set before configs/base.json stopped repeating the dataclass defaults:
+# base in full, the others as their differences from base.
+_PINNED_BASE = {
+    "num_layers": 6, "d_model": 512, "d_ff": 2048, "num_heads": 8, "d_k": 0, "d_v": 0,
+    "dropout": 0.1, "attention_dropout": 0.0, "relu_dropout": 0.0, "label_smoothing": 0.1,
+    "vocab_size": 37000, "norm_type": "post", "position_encoding": "sinusoid", "max_length": 256,
+    "max_positions": 512, "learning_rate": 1.0, "warmup_steps": 4000, "adam_beta1": 0.9,
+    "adam_beta2": 0.98, "adam_epsilon": 1e-09, "clip_norm": 0.0, "train_steps": 100000,
+    "batch_tokens": 3125, "checkpoint_average": 5, "beam_size": 4, "alpha": 0.6,
+    "decode_extra_length": 50}
+_PINNED_CHANGES = {
+    "base": {},
+    "base_a_heads1": {"num_heads": 1}, "base_a_heads4": {"num_heads": 4},
+    "base_a_heads16": {"num_heads": 16}, "base_a_heads32": {"num_heads": 32},
+    "base_b_dk16": {"d_k": 16}, "base_b_dk32": {"d_k": 32},
+    "base_c_dff1024": {"d_ff": 1024}, "base_c_dff4096": {"d_ff": 4096},
+    "base_c_dmodel256": {"d_model": 256}, "base_c_dmodel1024": {"d_model": 1024},
+    "base_c_layers2": {"num_layers": 2}, "base_c_layers4": {"num_layers": 4},
+    "base_c_layers8": {"num_layers": 8},
+    "base_d_dropout0": {"dropout": 0.0}, "base_d_dropout02": {"dropout": 0.2},
+    "base_d_ls0": {"label_smoothing": 0.0}, "base_d_ls02": {"label_smoothing": 0.2},
+    "base_e_learned_pos": {"position_encoding": "learned"},
+    "base_enfr": {"vocab_size": 32000},
+    "big": {"d_model": 1024, "d_ff": 4096, "num_heads": 16, "dropout": 0.3, "train_steps": 300000,
+            "checkpoint_average": 20},
+    "big_enfr": {"d_model": 1024, "d_ff": 4096, "num_heads": 16, "vocab_size": 32000,
+                 "train_steps": 300000, "checkpoint_average": 20},
+    "parsing": {"num_layers": 4, "d_model": 1024, "d_ff": 4096, "num_heads": 16, "dropout": 0.3,
+                "vocab_size": 16000, "max_length": 512, "max_positions": 1024, "beam_size": 21,
+                "alpha": 0.3, "decode_extra_length": 300},
+    "parsing_small": {"num_layers": 3, "d_model": 256, "d_ff": 1024, "num_heads": 4, "dropout": 0.2,
+                      "vocab_size": 4000, "max_length": 512, "max_positions": 1024,
+                      "warmup_steps": 600, "train_steps": 20000, "batch_tokens": 2048,
+                      "beam_size": 21, "alpha": 0.3, "decode_extra_length": 300},
+    "small": {"num_layers": 3, "d_model": 256, "d_ff": 1024, "num_heads": 4, "vocab_size": 8000,
+              "warmup_steps": 800, "train_steps": 5000, "batch_tokens": 2048},
+    "t2t_base": {"attention_dropout": 0.1, "relu_dropout": 0.1, "vocab_size": 32768,
+                 "norm_type": "pre", "learning_rate": 2.0, "warmup_steps": 8000,
+                 "adam_beta2": 0.997, "decode_extra_length": 100},
+    "tiny": {"num_layers": 2, "d_model": 64, "d_ff": 256, "num_heads": 4, "vocab_size": 2000,
+             "warmup_steps": 200, "train_steps": 400, "batch_tokens": 2048},
+}
+
+
+@pytest.mark.parametrize("name", sorted(_PINNED_CHANGES))
+def test_resolved_values_are_pinned(name):
+  """Every set resolves to the values it had when base.json repeated the dataclass defaults."""
+  resolved = get_hparams(name).to_dict()
+  assert {k: resolved[k] for k in _PINNED_BASE} == {**_PINNED_BASE, **_PINNED_CHANGES[name]}
+
+
+def test_base_json_holds_only_the_description():
+  assert set(read_set("base")) == {"description"}
+
+
+def test_small_data_recipes():
+  tiny = get_hparams("multi30k_revisit_tiny")
+  assert (tiny.num_layers, tiny.d_model, tiny.d_ff, tiny.num_heads, tiny.norm_type) == \
+      (4, 128, 256, 4, "post")
+  assert (tiny.dropout, tiny.label_smoothing, tiny.vocab_size) == (0.3, 0.1, 10000)
+  assert (tiny.adam_beta1, tiny.adam_beta2) == (0.9, 0.98)
+  assert (tiny.lr_schedule, tiny.warmup_steps, tiny.peak_learning_rate) == ("inverse_sqrt", 2000, 0.005)
+  assert (tiny.batch_tokens, tiny.train_steps, tiny.checkpoint_average, tiny.beam_size) == \
+      (8192, 8000, 10, 5)
+  assert "lowercase" in tiny.description and "Wu et al. 2021" in tiny.description
+  hour = get_hparams("multi30k_cpu_hour")
+  assert hour.lr_schedule == "inverse_sqrt" and hour.peak_learning_rate > 0
+  assert hour.dropout == 0.3 and hour.attention_dropout > 0 and hour.relu_dropout > 0
+  assert 6000 <= hour.vocab_size <= 8000
+  assert "starting point" in hour.description and "dev" in hour.description
+
+
+def test_lr_schedule_choice_is_validated():
+  assert get_hparams("base").lr_schedule == "noam"  # eq. 3 stays the default
+  with pytest.raises(ValueError, match="lr_schedule='cosine' is not one of"):
+    get_hparams("base", "lr_schedule=cosine")
+  with pytest.raises(ValueError, match="needs a positive peak_learning_rate, got 0.0"):
+    get_hparams("base", "lr_schedule=inverse_sqrt")
+
+
 def test_overrides_are_typed():
   hp = get_hparams("base", "dropout=0.3, num_layers=4,norm_type=pre")
   assert (hp.dropout, hp.num_layers, hp.norm_type) == (0.3, 4, "pre")
@@ -90,6 +170,9 @@ def test_json_file_with_parent(tmp_path):
   path.write_text(json.dumps({"parent": "big", "dropout": 0.2}))
   hp = get_hparams(str(path))
   assert (hp.d_model, hp.dropout) == (1024, 0.2)
+  # The registered base values reach a file's set through its parents (a learned table of 512).
+  path.write_text(json.dumps({"parent": "base", "position_encoding": "learned"}))
+  assert get_hparams(str(path)).max_positions == 512
   bad = tmp_path / "bad.json"
   bad.write_text('{"parent": "base",\n "dropout": }')
   with pytest.raises(ValueError, match=r"bad.json: invalid JSON at line 2"):

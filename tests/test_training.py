@@ -7,7 +7,8 @@ import tensorflow as tf
 
 from t2t_repro.hparams import get_hparams
 from t2t_repro.training.loss import smoothed_cross_entropy
-from t2t_repro.training.schedule import TransformerSchedule
+from t2t_repro.training.schedule import InverseSqrtSchedule, TransformerSchedule, make_schedule
+from t2t_repro.training import trainer as trainer_lib
 from t2t_repro.training.trainer import PreReducedAdam, Trainer, make_strategy
 
 
@@ -118,6 +119,44 @@ def test_schedule_values_written_out():
   assert float(TransformerSchedule(512, 8000, 2.0)(7999)) == pytest.approx(2 * 512 ** -0.5 * 8000 ** -0.5)
 
 
+@pytest.mark.parametrize("step,expected", [
+    # peak * min(step / warmup, sqrt(warmup / step)) by hand, peak 0.005, warmup 2000
+    (1, 2.5e-6),        # 0.005 / 2000: linear warmup from 0
+    (1000, 0.0025),     # half way up
+    (2000, 0.005),      # the peak
+    (4500, 0.005 * 2 / 3),  # sqrt(2000 / 4500) = 2/3
+    (8000, 0.0025),     # sqrt(1/4)
+])
+def test_inverse_sqrt_schedule_is_fairseq(step, expected):
+  schedule = InverseSqrtSchedule(0.005, 2000)
+  assert float(schedule(step - 1)) == pytest.approx(expected, rel=1e-6)
+
+
+def test_make_schedule_and_serialization():
+  for name, overrides, kind in (("base", "", TransformerSchedule),
+                                ("multi30k_revisit_tiny", "", InverseSqrtSchedule),
+                                ("tiny", "lr_schedule=inverse_sqrt,peak_learning_rate=0.001",
+                                 InverseSqrtSchedule)):
+    schedule = make_schedule(get_hparams(name, overrides))
+    assert isinstance(schedule, kind)
+    copy = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(schedule))
+    assert type(copy) is kind and copy.get_config() == schedule.get_config()
+  assert make_schedule(get_hparams("tiny", "lr_schedule=inverse_sqrt,peak_learning_rate=0.001")
+                       ).get_config() == {"peak_learning_rate": 0.001, "warmup_steps": 200}
+
+
+def test_inverse_sqrt_trainer_restores_its_rate(tmp_path):
+  hp = get_hparams("tiny", "vocab_size=40,dropout=0,lr_schedule=inverse_sqrt,peak_learning_rate=0.01,"
+                           "warmup_steps=4")
+  first = Trainer(hp, make_strategy("one_device"), str(tmp_path))
+  assert first.learning_rate() == pytest.approx(0.0025)  # update 1: 0.01 * 1/4
+  first.train_step(_iterator(first.strategy, [_fixed_batch()]))
+  first.save()
+  second = Trainer(hp, make_strategy("one_device"), str(tmp_path))
+  second.restore()
+  assert second.learning_rate() == pytest.approx(0.005)  # update 2: 0.01 * 2/4
+
+
 def _fixed_batch():
   inputs = np.array([[5, 6, 7, 8, 1], [9, 10, 1, 0, 0]], np.int32)
   targets = np.array([[11, 12, 13, 1, 0, 0], [14, 15, 16, 17, 18, 1]], np.int32)
@@ -221,3 +260,25 @@ def test_pre_reduced_adam_equals_keras_adam(replicas):
     results.append([v.numpy() for v in variables + optimizer.variables[1:]])
   for ours, reference in zip(*results):
     np.testing.assert_allclose(ours, reference, rtol=1e-6, atol=1e-7)
+
+
+def test_keras_private_hook_is_present_and_pinned(monkeypatch):
+  """PreReducedAdam overrides Keras's private `_all_reduce_sum_gradients`: it must exist, be what
+  Keras's update calls, and the Keras pin of setup.cfg must be the supported range."""
+  import configparser  # pylint: disable=import-outside-toplevel
+  import inspect  # pylint: disable=import-outside-toplevel
+  import os  # pylint: disable=import-outside-toplevel
+  from packaging.specifiers import SpecifierSet  # pylint: disable=import-outside-toplevel
+  from keras.src.backend.tensorflow.optimizer import TFOptimizer  # pylint: disable=import-outside-toplevel
+  trainer_lib.check_keras_hook()
+  assert "self._all_reduce_sum_gradients(" in inspect.getsource(TFOptimizer._backend_update_step), (
+      f"keras {keras.__version__} no longer all-reduces through _all_reduce_sum_gradients: "
+      "PreReducedAdam's override would not stop a second sum; see trainer.SUPPORTED_KERAS")
+  assert keras.__version__ in SpecifierSet(trainer_lib.SUPPORTED_KERAS)
+  config = configparser.ConfigParser()
+  config.read(os.path.join(os.path.dirname(os.path.dirname(__file__)), "setup.cfg"))
+  assert f"keras{trainer_lib.SUPPORTED_KERAS}" in config["options"]["install_requires"].split()
+  monkeypatch.delattr(TFOptimizer, "_all_reduce_sum_gradients")
+  with pytest.raises(RuntimeError, match=r"has no _all_reduce_sum_gradients .* summed gradients "
+                                         r"again\. This project supports keras>=3\.10,<3\.16"):
+    trainer_lib.make_optimizer(get_hparams("tiny"))

@@ -1,4 +1,4 @@
-"""Streaming parallel corpora: validated once, indexed, read in chunks (issue 13).
+"""Streaming parallel corpora: validated once, indexed, read in chunks.
 
 A training corpus (WMT14 En-Fr: 36M line pairs, 9 GB) is never held in memory.
 `ParallelCorpus(file_pairs, cache_dir)` validates every file pair in one
@@ -47,23 +47,6 @@ from t2t_repro.data.text_files import LineCountError
 CHUNK_LINES = 16384
 INTERLEAVE_CHUNKS = 8
 RECORD_VERSION = 1
-# Python's str.isspace() characters (str.strip removes exactly these), as an RE2 class.
-_WHITESPACE = (r"[\t\n\x0b\x0c\r\x1c-\x1f \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}"
-               r"\x{202f}\x{205f}\x{3000}]")
-_STRIP = f"^{_WHITESPACE}+|{_WHITESPACE}+$"
-
-
-def strip(lines):
-  """Python `str.strip()` in graph: removes leading/trailing Unicode whitespace.
-
-  Args:
-    lines: tf.string Tensor of any shape (UTF-8).
-
-  Returns:
-    tf.string Tensor of the same shape.
-  """
-  return tf.strings.regex_replace(lines, _STRIP, "")
-
 
 def _stat_key(path):
   st = os.stat(path)
@@ -158,10 +141,7 @@ class _Corpus:
   def iter_pairs(self):
     """Yields the stripped, non-empty (source, target) str pairs in file order."""
     for sources, targets in self.iter_chunk_lines():
-      for src, tgt in zip(sources, targets):
-        src, tgt = src.strip(), tgt.strip()
-        if src and tgt:
-          yield src, tgt
+      yield from filter(None, map(text_files.strip_pair, sources, targets))
 
 
 class ParallelCorpus(_Corpus):
@@ -243,8 +223,8 @@ class ParallelCorpus(_Corpus):
 
 def _chunk_pairs(src, tgt, lines):
   """Chunk bytes -> (source lines [n], target lines [n]): split, strip, empty pairs dropped."""
-  src = strip(tf.strings.split(src, "\n")[:lines])
-  tgt = strip(tf.strings.split(tgt, "\n")[:lines])
+  src = text_files.strip_in_graph(tf.strings.split(src, "\n")[:lines])
+  tgt = text_files.strip_in_graph(tf.strings.split(tgt, "\n")[:lines])
   keep = tf.logical_and(tf.strings.length(src) > 0, tf.strings.length(tgt) > 0)
   return tf.boolean_mask(src, keep), tf.boolean_mask(tgt, keep)
 
@@ -272,7 +252,8 @@ class TfdsCorpus(_Corpus):
     import tensorflow_datasets as tfds  # pylint: disable=import-outside-toplevel
     config = tfds.ReadConfig(input_context=input_context, shuffle_seed=seed)
     examples = self.builder.as_dataset(split="train", shuffle_files=training, read_config=config)
-    pairs = examples.map(lambda ex: (strip(ex[self.source_lang]), strip(ex[self.target_lang])),
+    pairs = examples.map(lambda ex: (text_files.strip_in_graph(ex[self.source_lang]),
+                                        text_files.strip_in_graph(ex[self.target_lang])),
                          num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return pairs.filter(lambda src, tgt: tf.logical_and(tf.strings.length(src) > 0,
                                                         tf.strings.length(tgt) > 0))

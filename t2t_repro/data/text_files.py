@@ -1,4 +1,4 @@
-"""Reading parallel text with validation (issue 3, item 5).
+"""Reading parallel text with validation.
 
 A parallel corpus is two UTF-8 files with one sentence per line; line i of
 the source file is the translation of line i of the target file. Everything
@@ -28,7 +28,31 @@ import numpy as np
 
 # The file-level errors and the line reader live in t2t_repro.fileio;
 # imported here so `text_files.read_lines`, `text_files.DataError`, ... keep working.
+from t2t_repro import fileio
 from t2t_repro.fileio import DataError, EncodingError, MissingDataError, read_lines  # noqa: F401
+
+
+# Python's str.isspace() characters (str.strip removes exactly these), as an RE2 class.
+WHITESPACE_RE2 = (r"[\t\n\x0b\x0c\r\x1c-\x1f \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}"
+                  r"\x{2029}\x{202f}\x{205f}\x{3000}]")
+_STRIP_RE2 = f"^{WHITESPACE_RE2}+|{WHITESPACE_RE2}+$"
+
+
+def strip_in_graph(lines):
+  """Python `str.strip()` in graph: removes leading/trailing Unicode whitespace.
+
+  The one stripping rule of every reader in graph form (training corpora, the
+  exported SavedModel's `translate`); `tf.strings.strip` would remove ASCII
+  whitespace only and keep e.g. U+00A0, U+3000 or U+2028.
+
+  Args:
+    lines: tf.string Tensor of any shape (UTF-8).
+
+  Returns:
+    tf.string Tensor of the same shape.
+  """
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  return tf.strings.regex_replace(lines, _STRIP_RE2, "")
 
 
 class LineCountError(DataError):
@@ -68,6 +92,12 @@ def iter_lines(paths):
     yield from read_lines(path)
 
 
+def strip_pair(source, target):
+  """The pair rule of every reader: both sides `str.strip()`ped; None when a side is then empty."""
+  source, target = source.strip(), target.strip()
+  return (source, target) if source and target else None
+
+
 def clean_pairs(pairs, origin=""):
   """Strips both sides of every pair and drops (and counts) pairs with an empty side.
 
@@ -80,9 +110,9 @@ def clean_pairs(pairs, origin=""):
   """
   kept, dropped = [], 0
   for src, tgt in pairs:
-    src, tgt = src.strip(), tgt.strip()
-    if src and tgt:
-      kept.append((src, tgt))
+    pair = strip_pair(src, tgt)
+    if pair:
+      kept.append(pair)
     else:
       dropped += 1
   return ParallelText(kept, dropped, origin)
@@ -167,8 +197,8 @@ def scan_lines(path, every, block_bytes=SCAN_BLOCK_BYTES):
 
   Raises:
     MissingDataError: `path` does not exist.
-    EncodingError: invalid UTF-8; the message gives the path, the 1-based line
-      number and the byte offset in the file (as `read_lines`).
+    EncodingError: invalid UTF-8 or a NUL byte; the message gives the path, the
+      1-based line number and the byte offset in the file (as `read_lines`).
   """
   try:
     f = open(path, "rb")  # pylint: disable=consider-using-with
@@ -195,6 +225,7 @@ def scan_lines(path, every, block_bytes=SCAN_BLOCK_BYTES):
       if not block:
         break
       body = data[:len(data) - len(carry)]
+      fileio.check_no_nul(body, path, lines, offset)
       ends = np.flatnonzero(np.frombuffer(body, np.uint8) == 10)
       # The line of 0-based index lines + i + 1 starts after newline i of this block.
       first = -(lines + 1) % every

@@ -27,6 +27,10 @@ from absl import logging
 
 from t2t_repro import fileio
 from t2t_repro.constants import EOS_ID, PAD_ID, UNK_ID
+from t2t_repro.data import text_files
+
+# sentencepiece's default `max_sentence_length` [bytes]: longer sentences are not learned from.
+MAX_SENTENCE_BYTES = 4192
 
 
 def learn_vocab(texts, vocab_size, model_prefix, *, character_coverage=1.0,
@@ -50,14 +54,18 @@ def learn_vocab(texts, vocab_size, model_prefix, *, character_coverage=1.0,
     Path of the written model (`{model_prefix}.model`), written atomically.
 
   Raises:
+    DataError: no text, or every sentence is longer than
+      `MAX_SENTENCE_BYTES` (sentencepiece skips longer ones).
     ValueError: sentencepiece cannot learn `vocab_size` pieces from `texts`
-      (too little text) or there is no text.
+      (too little text).
   """
-  count = [0]
+  count, too_long = [0], [0]
 
   def sentences():
     for text in texts:
-      if text:
+      if len(text.encode("utf-8")) > MAX_SENTENCE_BYTES:
+        too_long[0] += 1
+      elif text:
         count[0] += 1
         yield text
 
@@ -70,10 +78,19 @@ def learn_vocab(texts, vocab_size, model_prefix, *, character_coverage=1.0,
         normalization_rule_name="identity", remove_extra_whitespaces=False, byte_fallback=False,
         character_coverage=character_coverage, input_sentence_size=input_sentence_size,
         shuffle_input_sentence=True, num_threads=num_threads,
+        max_sentence_length=MAX_SENTENCE_BYTES,
         minloglevel=1)
   except RuntimeError as e:
+    if not count[0]:
+      raise fileio.DataError(
+          "no sentence to learn the BPE vocabulary from: "
+          + (f"all {too_long[0]} sentences are longer than {MAX_SENTENCE_BYTES} bytes "
+             "(sentencepiece's limit)" if too_long[0] else "the text is empty")) from None
     raise ValueError(f"sentencepiece could not learn a {vocab_size}-piece BPE vocabulary from "
                      f"{count[0]} sentences: {e}") from None
+  if too_long[0]:
+    logging.warning("BPE learning skipped %d sentences longer than %d bytes", too_long[0],
+                    MAX_SENTENCE_BYTES)
   path = f"{model_prefix}.model"
   fileio.write_atomic(path, model.getvalue())
   logging.info("Learned a %d-piece BPE vocabulary from %d sentences: %s", vocab_size, count[0], path)
@@ -116,10 +133,9 @@ def sample_sentences(corpus, max_sentences, seed=1):
     left -= len(sources)
     wanted -= take
     for i in rows:
-      src, tgt = sources[i].strip(), targets[i].strip()
-      if src and tgt:
-        yield src
-        yield tgt
+      pair = text_files.strip_pair(sources[i], targets[i])
+      if pair:
+        yield from pair
 
 
 def get_or_learn_vocab(problem, vocab_size=None, cache_dir=None, input_sentence_size=10_000_000,
@@ -142,6 +158,7 @@ def get_or_learn_vocab(problem, vocab_size=None, cache_dir=None, input_sentence_
 
   Raises:
     ValueError: no cache_dir and no problem.data_dir.
+    DataError: as `learn_vocab`, the message prefixed with the training files.
     the errors of `Problem.corpus` and `learn_vocab`.
   """
   vocab_size = vocab_size or problem.vocab_size_default
@@ -153,8 +170,11 @@ def get_or_learn_vocab(problem, vocab_size=None, cache_dir=None, input_sentence_
   if os.path.exists(path):
     return path
   corpus = problem.corpus("train", cache_dir)
-  return learn_vocab(sample_sentences(corpus, input_sentence_size, seed), vocab_size,
-                     path[:-len(".model")], input_sentence_size=input_sentence_size, seed=seed)
+  try:
+    return learn_vocab(sample_sentences(corpus, input_sentence_size, seed), vocab_size,
+                       path[:-len(".model")], input_sentence_size=input_sentence_size, seed=seed)
+  except fileio.DataError as e:
+    raise fileio.DataError(f"{corpus.origin}: {e}") from None
 
 
 class Tokenizer(tf.Module):

@@ -18,11 +18,9 @@ def smoothed_cross_entropy(logits, labels, weights, label_smoothing):
   log Z from its largest entry, which cannot underflow (p_max >= 1 / V):
       nll = log Z - logit[label],   log Z = max_v logit[v] - log p_max.
   A custom gradient writes softmax - q (two element-wise passes and a scatter of one
-  value per row). Measured forward + backward on 2 CPU cores: [4080, 37000] 0.39 s,
-  [4080, 8000] 89 ms, vs 0.76-0.85 s and 164 ms with TensorFlow's fused
-  SparseSoftmaxCrossEntropyWithLogits kernel (same harness). The composition
-  logsumexp + gather, whose gradient autodiff scatters into a dense tensor, took
-  1.5 s (median) on [4080, 37000] in an earlier harness that did not fetch the gradient.
+  value per row), where autodiff of logsumexp + gather would scatter into a dense
+  [num_tokens, V] tensor; on CPU it is faster than TensorFlow's fused
+  SparseSoftmaxCrossEntropyWithLogits kernel (docs/BENCHMARKS.md section 2).
 
   Args:
     logits: float [num_tokens, V] (cast to float32 here).

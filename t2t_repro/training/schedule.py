@@ -1,7 +1,18 @@
-"""The learning-rate schedule of Vaswani et al. 2017, §5.3, eq. 3."""
+"""Learning-rate schedules: eq. 3 of Vaswani et al. 2017 (§5.3) and fairseq's inverse square root.
+
+`make_schedule(hparams)` picks one by `hparams.lr_schedule`:
+
+* "noam" (default): eq. 3, `TransformerSchedule`;
+* "inverse_sqrt": fairseq's `inverse_sqrt` with `warmup_init_lr=0`, a linear warmup to
+  `hparams.peak_learning_rate`, then decay with 1/sqrt(step), `InverseSqrtSchedule`.
+
+Both are Keras-serializable `LearningRateSchedule`s (registered under "t2t_repro").
+"""
 
 import keras
 import tensorflow as tf
+
+SCHEDULES = ("noam", "inverse_sqrt")
 
 
 @keras.saving.register_keras_serializable(package="t2t_repro")
@@ -32,3 +43,52 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
 
   def get_config(self):
     return {"d_model": self.d_model, "warmup_steps": self.warmup_steps, "constant": self.constant}
+
+
+@keras.saving.register_keras_serializable(package="t2t_repro")
+class InverseSqrtSchedule(keras.optimizers.schedules.LearningRateSchedule):
+  """lrate = peak * min(step / warmup_steps, sqrt(warmup_steps / step)).
+
+  fairseq's `inverse_sqrt` scheduler with `warmup_init_lr=0` (fairseq/optim/lr_scheduler/
+  inverse_square_root_schedule.py): linear warmup from 0 to `peak_learning_rate` over
+  `warmup_steps` updates, then `peak * sqrt(warmup_steps) / sqrt(step)`. The maximum,
+  `peak`, is reached at step = warmup_steps. `step` is 1-based as in `TransformerSchedule`
+  (update n uses step n); fairseq sets the rate of update n + 1 from n, so its first
+  update runs at `warmup_init_lr` = 0 and its curve is this one delayed by one update.
+
+  Args:
+    peak_learning_rate: the rate at the end of warmup (fairseq `--lr`).
+    warmup_steps: warmup length [steps] (fairseq `--warmup-updates`).
+  """
+
+  def __init__(self, peak_learning_rate, warmup_steps):
+    self.peak_learning_rate = peak_learning_rate
+    self.warmup_steps = warmup_steps
+
+  def __call__(self, iteration):
+    step = tf.cast(iteration, tf.float32) + 1.0
+    warmup = float(self.warmup_steps)
+    return self.peak_learning_rate * tf.minimum(step / warmup, tf.sqrt(warmup / step))
+
+  def get_config(self):
+    return {"peak_learning_rate": self.peak_learning_rate, "warmup_steps": self.warmup_steps}
+
+
+def make_schedule(hparams):
+  """The schedule `hparams.lr_schedule` names, with its hparams.
+
+  Args:
+    hparams: `HParams` (lr_schedule, warmup_steps; d_model and learning_rate for "noam",
+      peak_learning_rate for "inverse_sqrt").
+
+  Returns:
+    A `keras.optimizers.schedules.LearningRateSchedule`.
+
+  Raises:
+    ValueError: an unknown lr_schedule (`HParams` validation rejects it first).
+  """
+  if hparams.lr_schedule == "noam":
+    return TransformerSchedule(hparams.d_model, hparams.warmup_steps, hparams.learning_rate)
+  if hparams.lr_schedule == "inverse_sqrt":
+    return InverseSqrtSchedule(hparams.peak_learning_rate, hparams.warmup_steps)
+  raise ValueError(f"lr_schedule={hparams.lr_schedule!r} is not one of {SCHEDULES}")

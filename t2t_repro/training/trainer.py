@@ -20,7 +20,7 @@ import tensorflow as tf
 from t2t_repro.model.transformer import Transformer
 from t2t_repro.training import checkpoints
 from t2t_repro.training.loss import smoothed_cross_entropy
-from t2t_repro.training.schedule import TransformerSchedule
+from t2t_repro.training.schedule import make_schedule
 
 SUM = tf.distribute.ReduceOp.SUM
 
@@ -68,26 +68,50 @@ def is_chief(strategy):
                                            and "chief" not in resolver.cluster_spec().as_dict())
 
 
+# The Keras versions whose private `Optimizer._all_reduce_sum_gradients` hook
+# `PreReducedAdam` overrides (the same pin as setup.cfg's install_requires).
+SUPPORTED_KERAS = ">=3.10,<3.16"
+_REDUCE_HOOK = "_all_reduce_sum_gradients"
+
+
 class PreReducedAdam(keras.optimizers.Adam):
   """Keras Adam (Kingma & Ba 2015; Keras's own update and slots) that expects gradients
   already summed over replicas.
 
   The training step all-reduces the gradients once itself (it needs the summed
   gradient for the global norm, clipping and the finite check), so the optimizer's
-  own all-reduce (Keras's `_all_reduce_sum_gradients`) must not sum them again.
-  (A fused `ResourceApplyAdam` update_step saved 16 CPU-ms of a ~2.2 CPU-s `small`
-  step, under 1 %: removed, docs/BENCHMARKS.md "Hand-written kernels, re-measured".)
+  own all-reduce must not sum them again. Keras 3 has no public switch for that
+  (tf.keras's `apply_gradients(experimental_aggregate_gradients=False)` is gone), so
+  this overrides the private hook `_all_reduce_sum_gradients` of Keras's TensorFlow
+  optimizer; `check_keras_hook` refuses a Keras without it rather than let the
+  gradients be summed twice.
   """
 
   def _all_reduce_sum_gradients(self, grads_and_vars):
     return grads_and_vars
 
 
+def check_keras_hook():
+  """Raises RuntimeError unless Keras's Adam still has the private hook `PreReducedAdam`
+  overrides (a rename upstream would make every multi-replica update sum twice)."""
+  if not callable(getattr(keras.optimizers.Adam, _REDUCE_HOOK, None)):
+    raise RuntimeError(
+        f"keras {keras.__version__} has no {_REDUCE_HOOK} in its TensorFlow optimizer: "
+        "PreReducedAdam would let Keras sum the already summed gradients again. This "
+        f"project supports keras{SUPPORTED_KERAS} (setup.cfg); install one of those")
+
+
 def make_optimizer(hparams, mixed_precision="none"):
-  """Adam(beta1, beta2, eps) with the eq. 3 schedule (§5.3); wrapped in a dynamic
-  LossScaleOptimizer under mixed_float16."""
+  """Adam(beta1, beta2, eps) with the schedule of `hparams.lr_schedule` (eq. 3 of §5.3 by
+  default; `schedule.make_schedule`); wrapped in a dynamic LossScaleOptimizer under
+  mixed_float16.
+
+  Raises:
+    RuntimeError: an unsupported Keras (`check_keras_hook`).
+  """
+  check_keras_hook()
   optimizer = PreReducedAdam(
-      learning_rate=TransformerSchedule(hparams.d_model, hparams.warmup_steps, hparams.learning_rate),
+      learning_rate=make_schedule(hparams),
       beta_1=hparams.adam_beta1, beta_2=hparams.adam_beta2, epsilon=hparams.adam_epsilon)
   if mixed_precision == "mixed_float16":
     optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
@@ -125,7 +149,6 @@ class Trainer:
     with strategy.scope():
       self.model = Transformer.from_hparams(hparams)
       self.optimizer = make_optimizer(hparams, mixed_precision)
-      self.schedule = getattr(self.optimizer, "inner_optimizer", self.optimizer)._learning_rate
       self.optimizer.build(self.model.trainable_variables)
     self.loss_scaling = isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer)
     self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer)
@@ -298,6 +321,6 @@ class Trainer:
 
   def learning_rate(self):
     """The learning rate of the next update (float)."""
-    return float(self.schedule(self.optimizer.iterations))
+    return float(self.optimizer.learning_rate)  # the schedule at the update count
 
 

@@ -1,0 +1,118 @@
+"""docs/DESIGN.md names only what exists: every path, module, `module.symbol` and the symbols of
+each "where things are" row resolve in the current tree."""
+
+import glob
+import importlib
+import importlib.util
+import inspect
+import os
+import re
+
+import pytest
+
+from t2t_repro import hparams
+
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_DESIGN = os.path.join(_REPO, "docs", "DESIGN.md")
+_PATH_RE = re.compile(r"\b(?:t2t_repro|tools|configs|docs|tests|benchmarks)/[\w/.*-]*")
+_DOTTED_RE = re.compile(r"^([A-Za-z_]\w*)\.([A-Za-z_]\w*)")
+_IDENTIFIER_RE = re.compile(r"^[A-Za-z_]\w*$")
+_FILE_SUFFIXES = ("json", "model", "py", "md", "txt")  # `hparams.json` is a file, not a symbol
+
+
+def _text():
+  with open(_DESIGN, encoding="utf-8") as f:
+    return f.read()
+
+
+def _module_name(path):
+  """t2t_repro/decoding/config.py -> t2t_repro.decoding.config (None for other paths)."""
+  if not (path.startswith("t2t_repro/") and path.endswith(".py")):
+    return None
+  return path[:-3].replace("/", ".").removesuffix(".__init__")
+
+
+@pytest.fixture(scope="module")
+def modules():
+  """{short name: module} of every t2t_repro module file DESIGN.md names (imported)."""
+  found = {}
+  for path in sorted(set(_PATH_RE.findall(_text()))):
+    for match in sorted(glob.glob(os.path.join(_REPO, path.rstrip("/")))):
+      files = glob.glob(os.path.join(match, "*.py")) if os.path.isdir(match) else [match]
+      for name in filter(None, (_module_name(os.path.relpath(f, _REPO)) for f in files)):
+        found[name.rsplit(".", 1)[-1]] = importlib.import_module(name)
+  return found
+
+
+def test_every_path_exists():
+  for path in sorted(set(_PATH_RE.findall(_text()))):
+    assert glob.glob(os.path.join(_REPO, path)), f"docs/DESIGN.md names {path}, which does not exist"
+
+
+def test_every_command_module_exists():
+  for name in re.findall(r"python -m ([\w.]+)", _text()):
+    assert importlib.util.find_spec(name), f"docs/DESIGN.md runs `python -m {name}`: no such module"
+
+
+def _classes(modules):
+  return {name: value for module in modules for name, value in vars(module).items()
+          if inspect.isclass(value) and value.__module__ == module.__name__}
+
+
+def test_every_module_symbol_resolves(modules):
+  """`module.symbol` (a t2t_repro module by its short name) and `Class.member` (a class
+  defined in a module DESIGN.md names) must exist; other dotted names (tf., keras., os.) are
+  not this project's."""
+  classes = _classes(modules.values())
+  checked = 0
+  for token in re.findall(r"`([^`]+)`", _text()):
+    if token.startswith("t2t_repro."):
+      name = re.match(r"[\w.]+", token).group(0)
+      assert importlib.util.find_spec(name), f"docs/DESIGN.md names {name}: no such module"
+      continue
+    match = _DOTTED_RE.match(token)
+    if not match or match.group(2) in _FILE_SUFFIXES:
+      continue
+    owner, symbol = match.groups()
+    target = modules.get(owner) or classes.get(owner)
+    if target is None:
+      continue
+    checked += 1
+    assert hasattr(target, symbol), f"docs/DESIGN.md names `{owner}.{symbol}`; {target} has no {symbol}"
+  assert checked >= 10  # the doc's own references were found, so the parsing works
+
+
+def _row_names(module, classes):
+  """Names a row may mention for `module`: its attributes, its classes' members, the parameters
+  of its functions and methods, and the module's own name."""
+  names = set(vars(module)) | {module.__name__.rsplit(".", 1)[-1]}
+  for value in list(vars(module).values()):
+    if inspect.isclass(value) and value.__module__ == module.__name__:
+      names |= set(dir(value))
+      functions = [v for v in vars(value).values() if inspect.isfunction(v)]
+    elif inspect.isfunction(value) and value.__module__ == module.__name__:
+      functions = [value]
+    else:
+      continue
+    for function in functions:
+      names |= set(inspect.signature(function).parameters)
+  return names | set(classes)
+
+
+def test_every_table_row_names_what_its_files_hold(modules):
+  """In the "what | where" table, a bare `name` of the "what" column is defined in one of the
+  row's modules (or is a registered hparam set), and a bare `file.py` is in the row's folder."""
+  sets = set(hparams.list_hparams())
+  rows = [line for line in _text().splitlines() if line.startswith("| ") and "`t2t_repro/" in line]
+  assert len(rows) > 20
+  for row in rows:
+    what, where = row.strip("| ").rsplit(" | ", 1)
+    paths = _PATH_RE.findall(where)
+    row_modules = [modules[name.rsplit(".", 1)[-1]] for name in map(_module_name, paths) if name]
+    folders = [p for p in paths if p.endswith("/")]
+    names = set().union(*(_row_names(m, _classes([m])) for m in row_modules)) | sets
+    for token in re.findall(r"`([^`]+)`", what):
+      if token.endswith(".py") and "/" not in token:
+        assert any(os.path.exists(os.path.join(_REPO, f, token)) for f in folders), (token, row)
+      elif _IDENTIFIER_RE.match(token):
+        assert token in names, f"docs/DESIGN.md: `{token}` is not in {paths} (row: {what[:60]}...)"
