@@ -1,4 +1,5 @@
-"""tools/average_checkpoints.py: element-wise mean of model weights, usable output model dir."""
+"""training.averaging and tools/average_checkpoints.py: element-wise mean of model weights,
+usable output model dir."""
 
 import json
 import os
@@ -12,6 +13,7 @@ import tensorflow as tf
 from model_dir_util import make_model_dir
 from conftest import tool_path
 from t2t_repro.decoding.translator import DecodeConfig, Translator
+from t2t_repro.training import averaging
 from t2t_repro.training.checkpoints import load_for_inference
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -23,11 +25,10 @@ def model_dir(tmp_path_factory, shared_data_dir):
   return make_model_dir(tmp_path_factory.getbasetemp() / "tiny_model_dir", shared_data_dir)
 
 
-def test_average_of_two_is_elementwise_mean(tmp_path, model_dir, load_tool):
-  tool = load_tool("average_checkpoints")
-  assert tool.last_checkpoints(model_dir, 2) == [os.path.join(model_dir, "ckpt-5"),
+def test_average_of_two_is_elementwise_mean(tmp_path, model_dir):
+  assert averaging.last_checkpoints(model_dir, 2) == [os.path.join(model_dir, "ckpt-5"),
                                                   os.path.join(model_dir, "ckpt-7")]
-  assert tool.checkpoint_step(os.path.join(model_dir, "ckpt-5")) == 5
+  assert averaging.checkpoint_step(os.path.join(model_dir, "ckpt-5")) == 5
   output_dir = str(tmp_path / "avg")
   # The command line: --model_dir, N from hparams.checkpoint_average (2 in this model dir).
   result = subprocess.run([sys.executable, _TOOL, f"--model_dir={model_dir}",
@@ -38,7 +39,7 @@ def test_average_of_two_is_elementwise_mean(tmp_path, model_dir, load_tool):
       ["averaged.json", "checkpoint", "flags.json", "hparams.json", "vocab.model", "ckpt-7.index",
        "ckpt-7.data-00000-of-00001"])
   assert tf.train.latest_checkpoint(output_dir) == os.path.join(output_dir, "ckpt-7")
-  assert tool.checkpoint_step(os.path.join(output_dir, "ckpt-7")) == 7
+  assert averaging.checkpoint_step(os.path.join(output_dir, "ckpt-7")) == 7
   assert json.load(open(os.path.join(output_dir, "averaged.json")))["step"] == 7
 
   averaged, hparams, tokenizer = load_for_inference(output_dir)
@@ -57,22 +58,21 @@ def test_average_of_two_is_elementwise_mean(tmp_path, model_dir, load_tool):
   assert out[0] and out[1] == ""
 
 
-def test_refuses_to_overwrite(tmp_path, model_dir, load_tool):
-  tool = load_tool("average_checkpoints")
+def test_refuses_to_overwrite(tmp_path, model_dir):
   checkpoints = [os.path.join(model_dir, "ckpt-5"), os.path.join(model_dir, "ckpt-7")]
   with pytest.raises(ValueError, match="source folder"):
-    tool.average_checkpoints(checkpoints, model_dir)
+    averaging.average_checkpoints(checkpoints, model_dir)
   busy = tmp_path / "busy"
   busy.mkdir()
   (busy / "file").write_text("x")
   with pytest.raises(ValueError, match="not empty"):
-    tool.average_checkpoints(checkpoints, str(busy))
+    averaging.average_checkpoints(checkpoints, str(busy))
   with pytest.raises(ValueError, match="fewer than"):
-    tool.last_checkpoints(model_dir, 3)
+    averaging.last_checkpoints(model_dir, 3)
   with pytest.raises(FileNotFoundError):
-    tool.average_checkpoints([os.path.join(model_dir, "ckpt-6")], str(tmp_path / "new"))
+    averaging.average_checkpoints([os.path.join(model_dir, "ckpt-6")], str(tmp_path / "new"))
   # One checkpoint: the output is a copy of it.
-  path = tool.average_checkpoints([checkpoints[0]], str(tmp_path / "one"), model_dir)
+  path, _ = averaging.average_checkpoints([checkpoints[0]], str(tmp_path / "one"), model_dir)
   copy, _, _ = load_for_inference(str(tmp_path / "one"))
   original, _, _ = load_for_inference(model_dir, checkpoints[0])
   assert path.endswith("ckpt-5")

@@ -18,6 +18,7 @@ import sys
 import pytest
 
 from conftest import tool_path
+from t2t_repro import cli
 from t2t_repro.parsing import bracket_vocab, pipeline, prepare, treebank, trees
 from t2t_repro.parsing.constraint import SPACE_PIECE
 
@@ -52,7 +53,7 @@ def test_train_decodes_well_formed_trees_with_finite_f1(trained):
   model_dir, proc = trained
   scores = json.load(open(os.path.join(model_dir, "parse_scores.json")))
   assert scores["train"]["step"] == 20
-  assert "--problem=parallel_text" in scores["train"]["command"]
+  assert scores["train"]["config"]["problem"] == "parallel_text"
   assert set(scores["wall_seconds"]) == {"train", "decode_and_score", "total"}
   assert scores["decode"]["step"] == 20
   data_dir = os.path.join(model_dir, "data")
@@ -150,18 +151,22 @@ def test_data_stats_record_constraint_bounds_and_reject_old_files(trained, tmp_p
     prepare.read_data_stats(str(tmp_path))
 
 
-def test_parse_splits_and_train_command():
+def test_parse_splits_and_train_config():
   assert prepare.parse_splits([]) is None
   assert prepare.parse_splits(["train=1-4", "test=180-180"]) == {
       "train": (1, 4), "test": (180, 180)}
   for bad in (["train=4-1"], ["train=1"], ["x"]):
     with pytest.raises(Exception, match="--splits"):
       prepare.parse_splits(bad)
-  cmd = pipeline.train_command("/m", "/d", hparams_override="dropout=0.1", train_minutes=45,
-                           train_steps=7, extra=["--seed=3"])
-  assert cmd[1:4] == ["-m", "t2t_repro.train", "--hparams=parsing_small"]
-  for flag in ("--problem=parallel_text", "--train_src=/d/train.src", "--dev_tgt=/d/dev.tgt",
-               "--model_dir=/m", "--train_minutes=45", "--dev_bleu_lines=0",
-               "--hparams_override=dropout=0.1", "--train_steps=7"):
-    assert flag in cmd
-  assert cmd[-1] == "--seed=3"
+  config = pipeline.train_config("/m", "/d", hparams_override="dropout=0.1", train_minutes=45,
+                                 train_steps=7, extra=["--seed=3", "--noeval_at_start",
+                                                       "--save_checkpoints_secs=0"])
+  assert (config.hparams, config.problem, config.train_src, config.dev_tgt) == (
+      "parsing_small", "parallel_text", "/d/train.src", "/d/dev.tgt")
+  assert (config.model_dir, config.vocab_dir, config.train_minutes, config.dev_bleu_lines) == (
+      "/m", "/m", 45, 0)
+  assert (config.hparams_override, config.train_steps, config.seed) == ("dropout=0.1", 7, 3)
+  assert (config.eval_at_start, config.save_checkpoints_secs) == (False, 0)
+  for bad in (["--no_such_setting=1"], ["--seed=x"], ["--jit_compile=maybe"]):
+    with pytest.raises(cli.UsageError, match="--train_flags"):
+      pipeline.train_config("/m", "/d", extra=bad)

@@ -11,21 +11,13 @@ last 5 checkpoints, written at 10-minute intervals; the big models the last 20).
 explicitly (prefixes, or names relative to --model_dir; the model dir defaults to
 the first checkpoint's folder).
 
-Object-based, as tensor2tensor's avg_checkpoints.py but through the model: the
-model is built from hparams.json, each checkpoint is restored into it
-(`training.checkpoints.restore_weights`, every weight checked), the MODEL
-weights are averaged element-wise (float64 sums; optimizer slots are not read),
-and a new checkpoint is written with a CheckpointManager into --output_dir under
-the global step of the newest source checkpoint, next to copies of hparams.json,
-vocab.model and flags.json and an `averaged.json` naming the sources. So
---output_dir is a model dir for translate / export. It must be new or empty and
-differ from the source folder.
+The averaging itself is `t2t_repro.training.averaging` (also used by
+`train --average_last=N`). --output_dir becomes a model dir for translate / export;
+it must be new or empty and differ from the source folder.
 """
 
 import json
 import os
-import re
-import shutil
 import sys
 
 from t2t_repro import logs
@@ -33,116 +25,14 @@ from t2t_repro import logs
 if __name__ == "__main__":
   logs.setup()  # before TensorFlow is imported
 
-import numpy as np  # pylint: disable=wrong-import-position
-import tensorflow as tf  # pylint: disable=wrong-import-position
 from absl import app  # pylint: disable=wrong-import-position
 from absl import flags  # pylint: disable=wrong-import-position
 
-from t2t_repro import cli, fileio  # pylint: disable=wrong-import-position
+from t2t_repro import cli  # pylint: disable=wrong-import-position
 from t2t_repro.hparams import HParams  # pylint: disable=wrong-import-position
-from t2t_repro.model.transformer import Transformer  # pylint: disable=wrong-import-position
-from t2t_repro.training.checkpoints import restore_weights  # pylint: disable=wrong-import-position
+from t2t_repro.training import averaging  # pylint: disable=wrong-import-position
 
 FLAGS = flags.FLAGS
-COPIED_FILES = ("hparams.json", "vocab.model", "flags.json")
-
-
-def last_checkpoints(model_dir, num_last):
-  """The last `num_last` checkpoints of the `checkpoint` state file, oldest first.
-
-  Raises:
-    FileNotFoundError: no state file, or a listed checkpoint is gone.
-    ValueError: fewer than num_last checkpoints (the message lists them).
-  """
-  state = tf.train.get_checkpoint_state(model_dir)
-  if state is None:
-    raise FileNotFoundError(f"no 'checkpoint' state file in {model_dir}")
-  paths = list(state.all_model_checkpoint_paths)
-  if len(paths) < num_last:
-    raise ValueError(f"{model_dir} lists {len(paths)} checkpoints, fewer than --num_last="
-                     f"{num_last}: {[os.path.basename(p) for p in paths]}; average those with "
-                     f"--num_last={len(paths)}, or train with a smaller --save_checkpoints_steps "
-                     "to keep more")
-  paths = paths[-num_last:]
-  for path in paths:
-    if not tf.io.gfile.exists(f"{path}.index"):
-      raise FileNotFoundError(f"checkpoint {path} is listed in {model_dir}/checkpoint but missing")
-  return paths
-
-
-def checkpoint_step(path):
-  """Global step of a checkpoint: its `step` variable, else the optimizer's iterations,
-  else the number in `ckpt-N`. Returns an int (or raises ValueError)."""
-  reader = tf.train.load_checkpoint(path)
-  names = reader.get_variable_to_shape_map()
-  candidates = ["step/.ATTRIBUTES/VARIABLE_VALUE"] + sorted(
-      (n for n in names if n.endswith("iterations/.ATTRIBUTES/VARIABLE_VALUE")), key=len)
-  for name in candidates:
-    if name in names:
-      return int(reader.get_tensor(name))
-  match = re.search(r"-(\d+)$", path)
-  if match:
-    return int(match.group(1))
-  raise ValueError(f"cannot tell the global step of checkpoint {path}")
-
-
-def _check_output_dir(output_dir, source_dirs):
-  real = os.path.realpath(output_dir)
-  for source in source_dirs:
-    if real == os.path.realpath(source):
-      raise ValueError(f"--output_dir {output_dir} is a source folder; choose a new folder")
-  if os.path.exists(output_dir) and os.listdir(output_dir):
-    raise ValueError(f"--output_dir {output_dir} exists and is not empty")
-
-
-def average_checkpoints(checkpoints, output_dir, model_dir=None):
-  """Averages the model weights of `checkpoints` into a new model dir.
-
-  Args:
-    checkpoints: list of checkpoint prefixes (at least one).
-    output_dir: new or empty folder, not a source folder.
-    model_dir: where hparams.json / vocab.model / flags.json are (default: the
-      folder of the first checkpoint).
-
-  Returns:
-    Path of the written checkpoint (`{output_dir}/ckpt-{step of the newest}`).
-
-  Raises:
-    ValueError: no checkpoints, a bad output_dir, a checkpoint that does not
-      fit the model of hparams.json.
-    FileNotFoundError: a checkpoint or hparams.json is missing.
-  """
-  if not checkpoints:
-    raise ValueError("no checkpoints to average")
-  model_dir = model_dir or os.path.dirname(checkpoints[0])
-  _check_output_dir(output_dir, {model_dir} | {os.path.dirname(p) for p in checkpoints})
-  for path in checkpoints:
-    if not tf.io.gfile.exists(f"{path}.index"):
-      raise FileNotFoundError(f"checkpoint {path} does not exist (no .index file)")
-  with open(os.path.join(model_dir, "hparams.json"), encoding="utf-8") as f:
-    hparams = HParams.from_dict(json.load(f), origin=os.path.join(model_dir, "hparams.json"))
-  model = Transformer.from_hparams(hparams)
-  sums = None
-  for path in checkpoints:
-    restore_weights(model, path)
-    values = [w.numpy() for w in model.weights]
-    dtypes = [v.dtype for v in values]
-    values = [v.astype(np.float64) for v in values]
-    sums = values if sums is None else [s + v for s, v in zip(sums, values)]
-    print(f"read {path}", file=sys.stderr)
-  for weight, total, dtype in zip(model.weights, sums, dtypes):
-    weight.assign((total / len(checkpoints)).astype(dtype))
-  step = max(checkpoint_step(p) for p in checkpoints)
-  os.makedirs(output_dir, exist_ok=True)
-  checkpoint = tf.train.Checkpoint(model=model, step=tf.Variable(step, dtype=tf.int64))
-  path = tf.train.CheckpointManager(checkpoint, output_dir, max_to_keep=1).save(
-      checkpoint_number=step)
-  for name in COPIED_FILES:
-    if os.path.exists(os.path.join(model_dir, name)):
-      shutil.copyfile(os.path.join(model_dir, name), os.path.join(output_dir, name))
-  fileio.write_json(os.path.join(output_dir, "averaged.json"),
-                    {"checkpoints": [os.path.abspath(p) for p in checkpoints], "step": step})
-  return path
 
 
 def _define_flags():
@@ -167,8 +57,8 @@ def main(argv):
     else:
       with open(os.path.join(model_dir, "hparams.json"), encoding="utf-8") as f:
         default_n = HParams.from_dict(json.load(f)).checkpoint_average
-      checkpoints = last_checkpoints(model_dir, FLAGS.num_last or default_n)
-    path = average_checkpoints(checkpoints, FLAGS.output_dir, model_dir)
+      checkpoints = averaging.last_checkpoints(model_dir, FLAGS.num_last or default_n)
+    path, _ = averaging.average_checkpoints(checkpoints, FLAGS.output_dir, model_dir)
   except (ValueError, FileNotFoundError) as e:
     print(f"average_checkpoints: error: {e}", file=sys.stderr)
     return 1

@@ -7,18 +7,18 @@ project's one path, `t2t_repro.decoding.translator.Translator`. Outputs of
 `decode_model_dir` in a model dir: decode/{split}.pred.tgt (model outputs),
 decode/{split}.pred.tree (delinearized, repaired trees) and parse_scores.json (EVALB
 summaries per split, well-formed counts, decoding settings and wall times; `train_parser`
-adds the training command and its wall time).
+adds the training settings and wall time).
 """
 
+import dataclasses
 import json
 import os
-import subprocess
 import sys
 import time
 
 import tensorflow as tf
 
-from t2t_repro import fileio
+from t2t_repro import cli, fileio
 from t2t_repro.data import text_files
 from t2t_repro import hparams as hparams_lib
 from t2t_repro.decoding.translator import DecodeConfig, Translator
@@ -28,7 +28,9 @@ from t2t_repro.parsing import treebank
 from t2t_repro.parsing import trees as trees_lib
 from t2t_repro.parsing.bracket_vocab import learn_bracket_vocab, piece_stats, pieces, tree_constraint
 from t2t_repro.parsing.prepare import read_data_stats
+from t2t_repro.training.api import train
 from t2t_repro.training.checkpoints import load_for_inference
+from t2t_repro.training.config import TrainConfig, with_args
 
 # Padded source pieces per decoding batch (each row decodes beam_size = 21 hypotheses).
 DEFAULT_BATCH_TOKENS = 1024
@@ -139,46 +141,40 @@ def evaluate_files(gold_path, test_path, params=evalb.COLLINS,
     raise fileio.DataError(f"{test_path}: {e}") from None
 
 
-def train_command(model_dir, data_dir, *, hparams="parsing_small",
-                  hparams_override="", train_minutes=0.0, train_steps=None,
-                  eval_every_steps=500, seed=1234, extra=()):
-  """The ``python -m t2t_repro.train`` command line of --mode=train.
+def train_config(model_dir, data_dir, *, hparams="parsing_small",
+                 hparams_override="", train_minutes=0.0, train_steps=None,
+                 eval_every_steps=500, seed=1234, extra=()):
+  """The `TrainConfig` of --mode=train.
 
   Args:
-    model_dir: str, the trainer's --model_dir (also its --vocab_dir).
+    model_dir: str, the trainer's model dir (also its vocab_dir).
     data_dir: str, prepare's output folder ({train,dev}.{src,tgt}).
-    hparams, hparams_override: the trainer's --hparams / --hparams_override.
+    hparams, hparams_override: the hparam set and its overrides.
     train_minutes: wall-time budget [minutes] (0: none).
     train_steps: None (the hparam set's) or an int.
     eval_every_steps: dev loss every N updates (0: off). The periodic dev
       BLEU and the test BLEU are always off (meaningless for trees, and
-      beam-21 decoding is slow).
-    seed: the trainer's --seed.
-    extra: more trainer flags, appended as given.
+      beam-21 decoding is slow), and so is a best checkpoint on dev BLEU.
+    seed: the trainer's seed.
+    extra: more settings as the train command's flags ("--name=value"),
+      applied last (`training.config.with_args`).
 
   Returns:
-    list[str], argv for ``subprocess``.
+    A `training.config.TrainConfig`.
+
+  Raises:
+    cli.UsageError: `extra` names an unknown setting or a value of the wrong type.
   """
-  cmd = [sys.executable, "-m", "t2t_repro.train", f"--hparams={hparams}",
-         "--problem=parallel_text"]
-  for split in ("train", "dev"):
-    for side in ("src", "tgt"):
-      cmd.append(f"--{split}_{side}={os.path.join(data_dir, f'{split}.{side}')}")
-  cmd += [f"--model_dir={model_dir}", f"--vocab_dir={model_dir}",
-          f"--train_minutes={train_minutes:g}",
-          f"--eval_every_steps={eval_every_steps}", "--dev_bleu_lines=0",
-          "--test_bleu_lines=0", f"--seed={seed}"]
-  if hparams_override:
-    cmd.append(f"--hparams_override={hparams_override}")
-  if train_steps is not None:
-    cmd.append(f"--train_steps={train_steps}")
-  return cmd + list(extra)
-
-
-def latest_step(model_dir):
-  """Step of the latest checkpoint of ``model_dir`` (int, -1 if none)."""
-  path = tf.train.latest_checkpoint(model_dir)
-  return int(path.rsplit("-", 1)[1]) if path else -1
+  config = TrainConfig(
+      model_dir=model_dir, vocab_dir=model_dir, hparams=hparams, hparams_override=hparams_override,
+      problem="parallel_text", train_minutes=train_minutes, train_steps=train_steps,
+      eval_every_steps=eval_every_steps, dev_bleu_lines=0, test_bleu_lines=0, seed=seed,
+      **{f"{split}_{side}": os.path.join(data_dir, f"{split}.{side}")
+         for split in ("train", "dev") for side in ("src", "tgt")})
+  try:
+    return with_args(config, extra)
+  except ValueError as e:
+    raise cli.UsageError(f"--train_flags: {e}") from None
 
 
 def update_json(path, values):
@@ -196,7 +192,7 @@ def train_parser(ptb_dir, model_dir, data_dir, *, splits=None, leaves="word",
                  hparams="parsing_small", hparams_override="", bracket_vocab=True,
                  train_minutes=0.0, train_steps=None, eval_every_steps=500, seed=1234,
                  train_flags=()):
-  """prepare -> bracket-aware vocabulary -> the trainer (a subprocess).
+  """prepare -> bracket-aware vocabulary -> the trainer (`training.api.train`, in-process).
 
   Writes ``data_dir`` (``prepare``), ``{model_dir}/vocab.model``
   (``learn_bracket_vocab``, unless ``bracket_vocab`` is False or it exists), the
@@ -206,14 +202,15 @@ def train_parser(ptb_dir, model_dir, data_dir, *, splits=None, leaves="word",
     ptb_dir, splits, leaves: see ``prepare.prepare``.
     model_dir, data_dir: str folders (created).
     hparams, hparams_override, train_minutes, train_steps, eval_every_steps, seed:
-      see ``train_command``; train_flags: more trainer flags.
+      see ``train_config``; train_flags: more trainer settings as flags
+      ("--save_checkpoints_secs=0").
     bracket_vocab: learn the vocabulary here (every bracket token one piece).
 
   Returns:
     float, the trainer's wall time [seconds].
 
   Raises:
-    RuntimeError: the trainer exited with a non-zero status.
+    cli.UsageError, cli.DataError: a bad setting or unusable data (``train``).
     the errors of ``prepare.prepare`` and ``hparams.get_hparams``.
   """
   os.makedirs(model_dir, exist_ok=True)
@@ -231,15 +228,13 @@ def train_parser(ptb_dir, model_dir, data_dir, *, splits=None, leaves="word",
                         symbols, hp.vocab_size, vocab_path)
     print(f"learned {vocab_path}: {hp.vocab_size} pieces, {len(symbols)} "
           "symbols as single pieces", flush=True)
-  command = train_command(model_dir, data_dir, hparams=hparams, hparams_override=hparams_override,
-                          train_minutes=train_minutes, train_steps=train_steps,
-                          eval_every_steps=eval_every_steps, seed=seed, extra=train_flags)
-  print("training: " + " ".join(command), flush=True)
+  config = train_config(model_dir, data_dir, hparams=hparams, hparams_override=hparams_override,
+                        train_minutes=train_minutes, train_steps=train_steps,
+                        eval_every_steps=eval_every_steps, seed=seed, extra=train_flags)
+  print(f"training: {config}", flush=True)
   start = time.monotonic()
-  returncode = subprocess.call(command, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+  result = train(config)
   seconds = time.monotonic() - start
-  if returncode:
-    raise RuntimeError(f"the trainer failed (exit status {returncode})")
   per_line = None
   if os.path.exists(vocab_path):
     per_line, per_token = piece_stats(vocab_path, train_tgt)
@@ -247,10 +242,9 @@ def train_parser(ptb_dir, model_dir, data_dir, *, splits=None, leaves="word",
           f"  {' '.join(pieces(vocab_path, train_tgt[0]))}\n"
           f"  train targets: {per_line:.1f} pieces a line, {per_token:.3f} "
           "pieces a token", flush=True)
-  step = latest_step(model_dir)
-  print(f"training: {seconds / 60:.1f} min, step {step}", flush=True)
+  print(f"training: {seconds / 60:.1f} min, step {result.step}", flush=True)
   update_json(os.path.join(model_dir, "parse_scores.json"), {"train": {
-      "command": command, "seconds": round(seconds, 1), "step": step,
+      "config": dataclasses.asdict(config), "seconds": round(seconds, 1), "step": result.step,
       "hparams": hparams, "hparams_override": hparams_override,
       "bracket_vocab": bracket_vocab,
       "target_pieces_per_line": None if per_line is None else round(per_line, 2),

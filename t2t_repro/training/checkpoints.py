@@ -15,6 +15,7 @@ import shutil
 import keras
 import tensorflow as tf
 
+from t2t_repro import fileio
 from t2t_repro.data.text_files import DataError
 from t2t_repro.data.vocab import Tokenizer
 from t2t_repro.hparams import HParams
@@ -86,6 +87,41 @@ def restore_weights(model, checkpoint_path):
   if missing:
     raise ValueError(f"checkpoint {checkpoint_path} lacks {len(missing)} of the model's "
                      f"{len(model.weights)} weights (or holds NaN), e.g. {missing[0]}")
+
+
+# The files besides checkpoints that make a folder a model dir (translate, export, averaging).
+MODEL_DIR_FILES = ("hparams.json", "vocab.model", "flags.json")
+
+
+def write_weights_model_dir(model, step, source_dir, output_dir, info_name, info):
+  """Writes `output_dir` as a complete model dir holding `model`'s weights (no optimizer).
+
+  The checkpoint `ckpt-{step}` is written by a `tf.train.CheckpointManager` (max 1
+  kept), whose `checkpoint` index is replaced atomically after the files are
+  complete; then `MODEL_DIR_FILES` are copied from `source_dir` and `info` is
+  written to `{output_dir}/{info_name}` (atomically). Used for averaged models and
+  the best checkpoint (`model_dir/best/`).
+
+  Args:
+    model: a built `Transformer` (its variables may be distributed).
+    step: int, the global step recorded in the checkpoint (`step` variable).
+    source_dir: the model dir the files are copied from.
+    output_dir: the folder written (created).
+    info_name, info: a JSON file describing the weights, e.g. "best.json".
+
+  Returns:
+    The checkpoint prefix written, `{output_dir}/ckpt-{step}`.
+  """
+  os.makedirs(output_dir, exist_ok=True)
+  checkpoint = tf.train.Checkpoint(model=model, step=tf.Variable(step, dtype=tf.int64))
+  path = tf.train.CheckpointManager(checkpoint, output_dir, max_to_keep=1).save(
+      checkpoint_number=step)
+  for name in MODEL_DIR_FILES:
+    if os.path.exists(os.path.join(source_dir, name)):
+      with open(os.path.join(source_dir, name), "rb") as f:
+        fileio.write_atomic(os.path.join(output_dir, name), f.read())
+  fileio.write_json(os.path.join(output_dir, info_name), info)
+  return path
 
 
 INFERENCE_DTYPES = ("float32", "bfloat16")

@@ -1,9 +1,11 @@
-"""The outer training loop: input, checkpoints, dev evaluation, TensorBoard; what it prints
-goes through `logs` (progress) and `report` (startup and closing blocks)."""
+"""The outer training loop: input, checkpoints, dev evaluation, the best checkpoint,
+early stopping, averaging at the end, TensorBoard; what it prints goes through `logs`
+(progress) and `report` (startup and closing blocks)."""
 
-import functools
 import os
+import shutil
 import sys
+import tempfile
 import time
 
 import tensorflow as tf
@@ -11,14 +13,19 @@ from absl import logging
 
 from t2t_repro import evaluate, logs
 from t2t_repro.data import batching
-from t2t_repro.decoding.translator import DecodeConfig, Translator
 from t2t_repro.fileio import DataError
-from t2t_repro.training import report
+from t2t_repro.training import averaging, report
+from t2t_repro.training.best import BestCheckpoint
+from t2t_repro.training.config import TrainResult
+from t2t_repro.training.evaluator import Evaluator, bleu
 from t2t_repro.training.signals import StopSignal, exit_at_once
 
-# Training pairs (in file order) whose lengths are checked and counted at the start of a run:
-# all of Multi30k; a bounded sample of a WMT-size corpus (a full pass would tokenize 36M pairs).
+# Training pairs (in file order) whose lengths are counted at the start of a run; only when
+# none of them fits max_length (or none has text) is the check extended to CHECK_PAIRS before
+# refusing to train, so a normal start tokenizes a small sample only.
+SAMPLE_PAIRS = 1000
 CHECK_PAIRS = 30000
+AVERAGED_DIR = "averaged"
 
 
 def _distributed_data(trainer, pairs, tokenizer, training, seed,
@@ -47,19 +54,7 @@ def _warn_long(dev, tokenizer, max_length):
                     dev.origin)
 
 
-def _bleu(trainer, tokenizer, split, num_lines, target_lang):
-  """(scores (evaluate.score), translations) of beam search over the first `num_lines`
-  pairs of `split` (a ParallelText; num_lines <= 0: all of them), decoded with the
-  hparams' settings (`DecodeConfig.resolve`)."""
-  sources = split.sources[:num_lines] if num_lines > 0 else split.sources
-  references = split.targets[:num_lines] if num_lines > 0 else split.targets
-  hyps = Translator(trainer.model, tokenizer, DecodeConfig.resolve(trainer.hparams)).translate(sources)
-  return evaluate.score(hyps, [references], tgt_lang=target_lang), hyps
-
-
-def run(trainer, problem, tokenizer, *, seed, save_steps, save_secs, eval_every, dev_bleu_lines,
-        log_every, test_bleu_lines=0, train_seconds=0, data_cache_dir=None,
-        cache_mb=batching.DEFAULT_CACHE_MB, before_training=None, eval_at_start=False,
+def run(trainer, problem, tokenizer, config, *, data_cache_dir=None, before_training=None,
         run_info=None):
   """Trains until `hparams.train_steps` updates, saving and evaluating on the way.
 
@@ -70,30 +65,23 @@ def run(trainer, problem, tokenizer, *, seed, save_steps, save_secs, eval_every,
     trainer: a `Trainer` (restored or fresh).
     problem: a `data.problems.Problem` with train (and dev/test) splits.
     tokenizer: `data.vocab.Tokenizer` of the model dir.
-    seed: shuffling seed; offset by the start step so a resumed run sees a new order.
-    save_steps, save_secs: checkpoint every N updates / seconds (0 disables each).
-    eval_every: dev loss (+ dev BLEU on `dev_bleu_lines` lines) every N updates (0: off).
-    log_every: TensorBoard train summaries (and plain log lines) every N updates.
-    test_bleu_lines: after training, decode this many test lines and print
-      sacreBLEU (-1 all, 0 off).
-    train_seconds: wall-time budget of this run; past it, save and stop (0: none).
+    config: the `TrainConfig`; this reads seed (shuffling, offset by the start step so
+      a resumed run sees a new order), save_checkpoints_steps/_secs,
+      eval_every_steps, eval_at_start, dev_bleu_lines, log_every_steps,
+      test_bleu_lines, train_minutes, cache_examples_mb, best_metric,
+      early_stopping, min_improvement, average_last.
     data_cache_dir: where the training text's validation record is kept (None: not kept).
-    cache_mb: budget of the in-memory cache of tokenized training examples [MiB]
-      (batching.make_dataset).
     before_training: called once the data passed its checks, before the first
-      write to the model dir (train.py writes the model dir's files there).
-    eval_at_start: also evaluate dev before the first update of a new run (the start
-      of the dev curve; costs a full dev pass before training).
+      write to the model dir (`training.api` writes the model dir's files there).
     run_info: dict for the startup block and TensorBoard: "hparams" (set + overrides),
       "vocab" (path), "restored" (checkpoint path or None), "flags" (dict).
 
   Returns:
-    dict with the last train stats, the last dev stats, the test scores if computed,
-    "checkpoint" (last path written or restored) and "stopped" (signal name) if stopped.
+    A `TrainResult`.
 
   Raises:
     DataError: no training pair, every training pair longer than max_length,
-      or no dev pair (eval_every > 0); the message names the files.
+      or no dev pair (eval_every_steps > 0); the message names the files.
 
   Signals: while reading data and during each dev evaluation SIGINT/SIGTERM end
   the process at once (`signals.exit_at_once`: the current step is saved before
@@ -105,7 +93,7 @@ def run(trainer, problem, tokenizer, *, seed, save_steps, save_secs, eval_every,
   with exit_at_once():
     train = problem.corpus("train", data_cache_dir)
     _check_train(train, tokenizer, hp.max_length)
-    dev = problem.text_pairs("dev") if eval_every else None
+    dev = problem.text_pairs("dev") if config.eval_every_steps else None
     if dev is not None and not len(dev):
       raise DataError(f"the dev files have no line pair with text on both sides ({dev.origin}, "
                       f"{dev.dropped_empty} empty pairs): give other --dev_src/--dev_tgt, or "
@@ -117,33 +105,40 @@ def run(trainer, problem, tokenizer, *, seed, save_steps, save_secs, eval_every,
                                  report.split_sizes(problem, train, dev), run_info)
       print(logs.block("t2t_repro.train", rows), file=sys.stderr, flush=True)
     iterator = logs.keep_until_exit(  # its destructor would wait for the prefetch threads
-        iter(_distributed_data(trainer, train, tokenizer, True, seed + trainer.step, cache_mb)))
+        iter(_distributed_data(trainer, train, tokenizer, True, config.seed + trainer.step,
+                               config.cache_examples_mb)))
     dev_data = _distributed_data(trainer, dev.pairs, tokenizer, False, None) if dev else None
   with StopSignal() as stop:
     if before_training is not None:
       before_training()
     if stop.received:
-      return {"stopped": stop.received}
-    return _train(trainer, problem, tokenizer, stop, iterator, dev, dev_data,
-                  save_steps=save_steps, save_secs=save_secs, eval_every=eval_every,
-                  dev_bleu_lines=dev_bleu_lines, log_every=log_every,
-                  test_bleu_lines=test_bleu_lines, train_seconds=train_seconds,
-                  eval_at_start=eval_at_start, run_info=run_info, run_start=run_start)
+      return TrainResult(step=trainer.step, checkpoint=run_info.get("restored"),
+                         stopped=stop.received)
+    return _Run(trainer, problem, tokenizer, config, stop, run_info, run_start).train(
+        iterator, dev, dev_data)
 
 
 def _check_train(train, tokenizer, max_length):
-  """Logs the pairs training drops among the first CHECK_PAIRS line pairs (all of a small
-  corpus) and raises DataError when it would drop every one of them.
+  """Logs the pairs training drops among the first SAMPLE_PAIRS line pairs and raises
+  DataError when it would drop every one of the first CHECK_PAIRS (all of a small corpus).
+
+  A sample with at least one pair that fits max_length proves the training input is not
+  empty after `batching`'s length filter, which would otherwise wait forever on a
+  repeated empty dataset; only a sample without one is extended to CHECK_PAIRS.
 
   Args:
     train: a streamed corpus (`data.corpus`), `len` = line pairs.
     tokenizer: the model's `Tokenizer`.
     max_length: longest example kept [tokens, EOS included].
   """
-  head = train.dataset(training=False).take(CHECK_PAIRS)
-  lengths = _lengths(head, tokenizer)
+  head = train.dataset(training=False)
+  scanned = SAMPLE_PAIRS
+  lengths = _lengths(head.take(scanned), tokenizer)
+  if not lengths or min(lengths) > max_length:
+    scanned = CHECK_PAIRS
+    lengths = _lengths(head.take(scanned), tokenizer)
   too_long = sum(n > max_length for n in lengths)
-  whole = len(train) <= CHECK_PAIRS
+  whole = len(train) <= scanned
   scope = "" if whole else f" (of the first {len(lengths)} non-empty pairs)"
   logging.info("train: %d line pairs in %s; %d pairs longer than max_length=%d tokens are "
                "dropped%s", len(train), train.origin, too_long, max_length, scope)
@@ -158,115 +153,197 @@ def _check_train(train, tokenizer, max_length):
                     "--hparams_override=max_length=N")
 
 
-def _train(trainer, problem, tokenizer, stop, iterator, dev, dev_data, *, save_steps, save_secs,
-           eval_every, dev_bleu_lines, log_every, test_bleu_lines, train_seconds, eval_at_start,
-           run_info, run_start):
-  """The steps of `run` (inside its StopSignal), then the test BLEU and the closing block."""
-  hp = trainer.hparams
-  start_step = trainer.step
-  chief = trainer.chief
-  writers = {name: tf.summary.create_file_writer(os.path.join(trainer.model_dir, name))
-             for name in ("train", "dev")[:2 if dev else 1]} if chief else {}
-  if chief:
-    report.write_hparams(writers["train"], trainer, run_info)
-  # Only the chief reports; the other workers' progress goes nowhere.
-  progress = logs.Progress(hp.train_steps, trainer.step, log_every,
-                           stream=None if chief else open(os.devnull, "w", encoding="utf-8"))  # pylint: disable=consider-using-with
-  last_save_step, last_save_time = trainer.step, time.monotonic()
-  window_tokens, window_start = 0.0, time.monotonic()
-  stats, dev_stats, result = {}, {}, {"checkpoint": run_info.get("restored")}
-  skipped = 0
-  deadline = time.monotonic() + train_seconds if train_seconds else float("inf")
-  evaluate_dev = functools.partial(_evaluate, trainer, dev_data, dev, tokenizer, dev_bleu_lines,
-                                   problem, writers.get("dev"), progress)
+class _Run:
+  """The steps of `run` (inside its StopSignal), then averaging, the test BLEU and the
+  closing block. `save` is the one place checkpoints are written and recorded."""
 
-  if dev_data is not None and eval_at_start and trainer.step == 0:
-    dev_stats = evaluate_dev(0)
-  while trainer.step < hp.train_steps:
-    lr = trainer.learning_rate()
-    stats = trainer.train_step(iterator)
-    step = trainer.step
-    if not stats["applied"]:
-      skipped += 1
-      progress.line(f"update skipped at step {step}: non-finite loss ({stats['loss']:.4g}) or "
-                    f"gradient norm ({stats['grad_norm']:.4g}); {skipped} skipped so far")
-    window_tokens += stats["target_tokens"]
-    elapsed = time.monotonic() - window_start
-    tokens_per_sec = window_tokens / max(elapsed, 1e-9)
-    progress.update(step, stats["loss"], stats["nll"], lr, tokens_per_sec)
-    if step % log_every == 0:
-      if chief:
-        with writers["train"].as_default(step=step):
-          tf.summary.scalar("loss", stats["loss"])
-          tf.summary.scalar("nll", stats["nll"])
-          tf.summary.scalar("perplexity", min(float(tf.exp(stats["nll"])), 1e9))
-          tf.summary.scalar("learning_rate", lr)
-          tf.summary.scalar("grad_norm", stats["grad_norm"])
-          tf.summary.scalar("target_tokens_per_sec", tokens_per_sec)
-          tf.summary.scalar("skipped_updates", skipped)
-      window_tokens, window_start = 0.0, time.monotonic()
-    out_of_time = time.monotonic() >= deadline
-    due_steps = save_steps and step - last_save_step >= save_steps
-    due_secs = save_secs and time.monotonic() - last_save_time >= save_secs
-    if due_steps or due_secs or stop.received or out_of_time or step >= hp.train_steps:
-      result["checkpoint"] = trainer.save()
-      last_save_step, last_save_time = step, time.monotonic()
-      if chief:
-        progress.line(f"saved {result['checkpoint']}")
-    last = step >= hp.train_steps or out_of_time
-    if dev_data is not None and eval_every and (step % eval_every == 0 or last) \
-        and not stop.received:
-      if last_save_step != step:  # an interrupted evaluation loses nothing
-        result["checkpoint"] = trainer.save()
-        last_save_step, last_save_time = step, time.monotonic()
-      dev_stats = evaluate_dev(step)
-    if stop.received:
-      progress.line(f"{stop.received} received: checkpoint saved at step {step}, exiting.")
-      result["stopped"] = stop.received
-      break
-    if out_of_time:
-      progress.line(f"--train_minutes reached at step {step}: checkpoint saved.")
-      break
-  train_time = time.monotonic() - run_start
+  def __init__(self, trainer, problem, tokenizer, config, stop, run_info, run_start):
+    self.trainer, self.problem, self.tokenizer, self.config = trainer, problem, tokenizer, config
+    self.stop, self.run_info, self.run_start = stop, run_info, run_start
+    # Only the chief reports; the other workers' progress goes nowhere.
+    self.progress = logs.Progress(
+        trainer.hparams.train_steps, trainer.step, config.log_every_steps,
+        stream=None if trainer.chief else open(os.devnull, "w", encoding="utf-8"))  # pylint: disable=consider-using-with
+    self.result = TrainResult(step=trainer.step, checkpoint=run_info.get("restored"))
+    self.saved_step, self.saved_time = trainer.step, time.monotonic()
+    self.skipped = 0  # updates skipped for a non-finite loss or gradient
 
-  if test_bleu_lines and "stopped" not in result:
-    test = problem.text_pairs("test")
-    with exit_at_once():  # after the last save
-      scores, _ = _bleu(trainer, tokenizer, test, test_bleu_lines, problem.target_lang)
-    n = len(test) if test_bleu_lines < 0 else min(test_bleu_lines, len(test))
-    result["test_description"] = (f"{problem.name}, first {n} lines, beam {hp.beam_size}, "
-                                  f"alpha {hp.alpha}")
-    progress.line(f"\ntest ({result['test_description']}):\n{evaluate.format_scores(scores)}")
-    result["test"] = scores
-  for writer in writers.values():
-    writer.close()
-  result.update(train=stats, dev=dev_stats)
-  if chief:
-    progress.line(report.closing_block(trainer, start_step, train_time,
-                                       time.monotonic() - run_start, result))
-  return result
+  def save(self):
+    """Writes a checkpoint of the current step and records it (path, step, time)."""
+    self.result.checkpoint = self.trainer.save()
+    self.saved_step, self.saved_time = self.trainer.step, time.monotonic()
+    if self.trainer.chief:
+      self.progress.line(f"saved {self.result.checkpoint}")
 
+  def _save_due(self, step, last):
+    config = self.config
+    return (last or self.stop.received
+            or (config.save_checkpoints_steps
+                and step - self.saved_step >= config.save_checkpoints_steps)
+            or (config.save_checkpoints_secs
+                and time.monotonic() - self.saved_time >= config.save_checkpoints_secs))
 
-def _evaluate(trainer, dev_data, dev, tokenizer, dev_bleu_lines, problem, writer, progress, step):
-  """Dev loss (and BLEU) at `step`; SIGINT/SIGTERM end the process at once meanwhile."""
-  with exit_at_once():
-    logging.info("dev evaluation at step %d", step)
-    return _evaluate_and_log(trainer, dev_data, dev, tokenizer, dev_bleu_lines, problem, writer,
-                             progress, step)
-
-
-def _evaluate_and_log(trainer, dev_data, dev, tokenizer, dev_bleu_lines, problem, writer, progress, step):
-  dev_stats = dict(trainer.evaluate(dev_data), step=step)
-  if dev_bleu_lines:
-    scores, hyps = _bleu(trainer, tokenizer, dev, dev_bleu_lines, problem.target_lang)
-    dev_stats.update(bleu=scores["sacrebleu"], bleu_lines=min(dev_bleu_lines, len(dev)))
+  def train(self, iterator, dev, dev_data):
+    """The training steps; returns the `TrainResult` (see `run`)."""
+    trainer, config, progress, result = self.trainer, self.config, self.progress, self.result
+    start_step = trainer.step
+    writer = tf.summary.create_file_writer(os.path.join(trainer.model_dir, "train")) \
+        if trainer.chief else None
     if writer is not None:
-      report.write_samples(writer, step, dev.sources, dev.targets, hyps)
-  progress.line("dev " + report.dev_message(dev_stats))
-  if writer is not None:
-    with writer.as_default(step=step):
-      for key in ("loss", "nll", "ppl", "bleu"):
-        if key in dev_stats:
-          tf.summary.scalar(key, dev_stats[key])
-      writer.flush()
-  return dev_stats
+      report.write_hparams(writer, trainer, self.run_info)
+    evaluator = Evaluator(trainer, dev, dev_data, self.tokenizer, config.dev_bleu_lines,
+                          self.problem.target_lang, progress) if dev_data is not None else None
+    best = BestCheckpoint(trainer.model_dir, config.best_metric, config.early_stopping,
+                          config.min_improvement, trainer.chief) \
+        if evaluator is not None and config.best_metric != "none" else None
+    result.best = best.summary if best is not None else None
+    window = _Throughput()
+    deadline = time.monotonic() + config.train_minutes * 60 if config.train_minutes else None
+    if evaluator is not None and config.eval_at_start and trainer.step == 0:
+      result.dev = evaluator(0)
+    if best is not None and best.exhausted:  # a resumed run that had stopped early
+      progress.line(f"early stopping: this run had stopped early ({best.state_path}); raise "
+                    "--early_stopping to train on.")
+      result.early_stopped = True
+    while trainer.step < trainer.hparams.train_steps and not result.early_stopped:
+      step = self._step(iterator, writer, window)
+      out_of_time = deadline is not None and time.monotonic() >= deadline
+      last = step >= trainer.hparams.train_steps or out_of_time
+      if self._save_due(step, last):
+        self.save()
+      if evaluator is not None and (step % config.eval_every_steps == 0 or last) \
+          and not self.stop.received:
+        if self.saved_step != step:  # an interrupted evaluation loses nothing
+          self.save()
+        result.dev = evaluator(step)
+        self._record_best(best, result.dev)
+      if self._stopping(step, out_of_time, best):
+        break
+    result.step = trainer.step
+    train_time = time.monotonic() - self.run_start
+    for closable in (writer, evaluator):
+      if closable is not None:
+        closable.close()
+    self._finish(start_step, train_time)
+    return result
+
+  def _step(self, iterator, writer, window):
+    """One update, its progress line and (every log_every_steps) its summaries; returns the step."""
+    trainer, result = self.trainer, self.result
+    lr = trainer.learning_rate()
+    result.train = trainer.train_step(iterator)
+    step = trainer.step
+    if not result.train["applied"]:
+      self.skipped += 1
+      self.progress.line(f"update skipped at step {step}: non-finite loss "
+                         f"({result.train['loss']:.4g}) or gradient norm "
+                         f"({result.train['grad_norm']:.4g}); {self.skipped} skipped so far")
+    window.add(result.train)
+    self.progress.update(step, result.train["loss"], result.train["nll"], lr, window.rate())
+    if step % self.config.log_every_steps == 0:
+      if writer is not None:
+        _write_train_summaries(writer, step, result.train, lr, window.rate(), self.skipped)
+      window.reset()
+    return step
+
+  def _record_best(self, best, dev_stats):
+    if best is None:
+      return
+    if best.update(self.trainer.model, dev_stats):
+      self.progress.line(f"best dev {best.patience.metric} so far: {best.patience.best:.4f} at "
+                         f"step {dev_stats['step']}, written to {best.dir}")
+    self.result.best = best.summary
+
+  def _stopping(self, step, out_of_time, best):
+    """Logs why training ends at `step` (a signal, the time budget, early stopping), if it does."""
+    if self.stop.received:
+      self.progress.line(f"{self.stop.received} received: checkpoint saved at step {step}, "
+                         "exiting.")
+      self.result.stopped = self.stop.received
+    elif out_of_time:
+      self.progress.line(f"--train_minutes reached at step {step}: checkpoint saved.")
+    elif best is not None and best.exhausted:
+      if self.saved_step != step:
+        self.save()
+      self.progress.line(f"early stopping at step {step}: no dev {best.patience.metric} "
+                         f"improvement by more than {self.config.min_improvement:g} in "
+                         f"{best.patience.patience} evaluations (best {best.patience.best:.4f} "
+                         f"at step {best.info['step']}).")
+      self.result.early_stopped = True
+    else:
+      return False
+    return True
+
+  def _finish(self, start_step, train_time):
+    """Averaging (average_last), the test BLEU and the closing block, unless a signal stopped."""
+    trainer, config, result = self.trainer, self.config, self.result
+    model, averaged_note = trainer.model, ""
+    if config.average_last and result.stopped is None and trainer.chief:
+      with exit_at_once():
+        model, count = self._average_last()
+      averaged_note = f", averaged model of the last {count} checkpoints"
+    if config.test_bleu_lines and result.stopped is None:
+      test = self.problem.text_pairs("test")
+      with exit_at_once():  # after the last save
+        scores, _ = bleu(model, trainer.hparams, self.tokenizer, test, config.test_bleu_lines,
+                         self.problem.target_lang)
+      n = len(test) if config.test_bleu_lines < 0 else min(config.test_bleu_lines, len(test))
+      hp = trainer.hparams
+      result.test_description = (f"{self.problem.name}, first {n} lines, beam {hp.beam_size}, "
+                                 f"alpha {hp.alpha}{averaged_note}")
+      self.progress.line(f"\ntest ({result.test_description}):\n"
+                         f"{evaluate.format_scores(scores)}")
+      result.test = scores
+    if trainer.chief:
+      self.progress.line(report.closing_block(trainer, start_step, train_time,
+                                              time.monotonic() - self.run_start, result))
+
+  def _average_last(self):
+    """Averages the last `average_last` checkpoints (fewer if fewer are kept) into
+    `{model_dir}/averaged/`, replacing an earlier one. Returns (model, count)."""
+    model_dir = self.trainer.model_dir
+    paths = list(tf.train.get_checkpoint_state(model_dir).all_model_checkpoint_paths)
+    paths = paths[-self.config.average_last:]
+    if len(paths) < self.config.average_last:
+      self.progress.line(f"--average_last={self.config.average_last}: only {len(paths)} "
+                         "checkpoints are kept; averaging those")
+    target = os.path.join(model_dir, AVERAGED_DIR)
+    staging = tempfile.mkdtemp(prefix=f".{AVERAGED_DIR}.new-", dir=model_dir)
+    _, model = averaging.average_checkpoints(paths, staging, model_dir)
+    if os.path.isdir(target):
+      old = tempfile.mkdtemp(prefix=f".{AVERAGED_DIR}.old-", dir=model_dir)
+      os.rename(target, os.path.join(old, AVERAGED_DIR))
+      os.rename(staging, target)
+      shutil.rmtree(old, ignore_errors=True)
+    else:
+      os.rename(staging, target)
+    self.result.averaged = tf.train.latest_checkpoint(target)
+    self.progress.line(f"averaged {len(paths)} checkpoints into {self.result.averaged}")
+    return model, len(paths)
+
+
+class _Throughput:
+  """Target tokens per second over the updates since the last `reset`."""
+
+  def __init__(self):
+    self.tokens, self.start = 0.0, time.monotonic()
+
+  def add(self, stats):
+    self.tokens += stats["target_tokens"]
+
+  def rate(self):
+    return self.tokens / max(time.monotonic() - self.start, 1e-9)
+
+  def reset(self):
+    self.tokens, self.start = 0.0, time.monotonic()
+
+
+def _write_train_summaries(writer, step, stats, lr, tokens_per_sec, skipped):
+  with writer.as_default(step=step):
+    tf.summary.scalar("loss", stats["loss"])
+    tf.summary.scalar("nll", stats["nll"])
+    tf.summary.scalar("perplexity", min(float(tf.exp(stats["nll"])), 1e9))
+    tf.summary.scalar("learning_rate", lr)
+    tf.summary.scalar("grad_norm", stats["grad_norm"])
+    tf.summary.scalar("target_tokens_per_sec", tokens_per_sec)
+    tf.summary.scalar("skipped_updates", skipped)

@@ -81,16 +81,31 @@ def write_samples(writer, step, sources, references, hyps, count=3):
 
 
 def closing_block(trainer, start_step, train_time, wall_time, result):
-  done = "stopped by " + result["stopped"] if "stopped" in result else "finished"
+  """The closing block (logs.block) of a run: steps, times, checkpoints and scores.
+
+  Args:
+    trainer: the `Trainer`.
+    start_step: the step the run started at.
+    train_time, wall_time: seconds of training and dev / of the whole run.
+    result: the `TrainResult` (`config.TrainResult`).
+  """
+  if result.stopped:
+    done = "stopped by " + result.stopped
+  else:
+    done = "stopped early (no dev improvement)" if result.early_stopped else "finished"
   rows = [("steps", f"{start_step:,} -> {trainer.step:,} ({trainer.step - start_step:,} this run)"),
           ("wall time", f"{logs.hms(wall_time)} (training and dev {logs.hms(train_time)})"),
-          ("checkpoint", result["checkpoint"] or "none written")]
-  dev = result["dev"]
-  if dev:
-    rows.append(("dev", dev_message(dev)))
-  if "test" in result:
-    rows.append(("test", f"sacreBLEU {result['test']['sacrebleu']:.2f} "
-                         f"({result['test_description']})"))
+          ("checkpoint", result.checkpoint or "none written")]
+  if result.dev:
+    rows.append(("dev", dev_message(result.dev)))
+  if result.best:
+    rows.append(("best", f"dev {result.best['metric']} {result.best['value']:.4f} at step "
+                         f"{result.best['step']}: {result.best['dir']}"))
+  if result.averaged:
+    rows.append(("averaged", result.averaged))
+  if result.test is not None:
+    rows.append(("test", f"sacreBLEU {result.test['sacrebleu']:.2f} "
+                         f"({result.test_description})"))
   rows.append(("outputs", f"{trainer.model_dir} (checkpoints, hparams.json, flags.json, "
                           f"vocab.model; TensorBoard: tensorboard --logdir={trainer.model_dir})"))
   return logs.block(f"t2t_repro.train {done}", rows)

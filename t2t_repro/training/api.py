@@ -1,0 +1,102 @@
+"""Training as a library call: `train(TrainConfig(...)) -> TrainResult`.
+
+The train command (`python -m t2t_repro.train`) is this function behind flags; a
+library caller (e.g. `parsing.pipeline.train_parser`) calls it in-process:
+
+  from t2t_repro.training.api import train
+  from t2t_repro.training.config import TrainConfig
+  result = train(TrainConfig(model_dir="runs/x", hparams="tiny",
+                             problem="translate_ende_multi30k", train_steps=100))
+  print(result.step, result.checkpoint, result.dev, result.best)
+
+Every setting, hparam and data file is checked before anything is written
+(`training.preflight`, docs/RELIABILITY.md); a failed call leaves the model dir as
+it was, or absent. A model dir that holds a run resumes from its latest checkpoint.
+"""
+
+import dataclasses
+import os
+import tempfile
+
+from absl import logging
+
+from t2t_repro import cli
+from t2t_repro import hparams as hparams_lib
+from t2t_repro.training import preflight, signals
+
+
+def _overrides_description(config):
+  """"set, k=v, ..." of the hparams: the set name, --hparams_override and the flags that
+  override hparams (train_steps, batch_tokens)."""
+  overrides = hparams_lib.parse_overrides(config.hparams_override)
+  overrides.update({k: getattr(config, k) for k in ("train_steps", "batch_tokens")
+                    if getattr(config, k) is not None})
+  return config.hparams + "".join(f", {k}={v}" for k, v in overrides.items())
+
+
+def _make_strategy(config):
+  """The tf.distribute strategy of `config` (num_cpu_replicas logical CPUs first)."""
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  from t2t_repro.training import trainer as trainer_lib  # pylint: disable=import-outside-toplevel
+  if config.num_cpu_replicas > 1:
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * config.num_cpu_replicas)
+  try:
+    return trainer_lib.make_strategy(config.distribution, config.num_gpus)
+  except ValueError as e:
+    raise cli.UsageError(str(e)) from None
+
+
+def train(config):
+  """Trains (or resumes) the run of `config.model_dir`.
+
+  Args:
+    config: a `training.config.TrainConfig`.
+
+  Returns:
+    A `training.config.TrainResult`: final step, last checkpoint, dev and test
+    scores, the signal that stopped it, early stopping, the best checkpoint
+    (`{model_dir}/best/`) and the averaged checkpoint (`{model_dir}/averaged/`).
+
+  Raises:
+    cli.UsageError: a bad setting or combination, a resume with other hparams or
+      update settings (the message names the flag).
+    cli.DataError: missing, empty or unusable data files, a full disk.
+
+  SIGINT/SIGTERM end the call at once before training and during dev evaluation
+  (nothing is lost), and save and stop during the steps (`training.signals`).
+  """
+  with signals.exit_at_once(), tempfile.TemporaryDirectory(prefix="t2t_vocab_") as staging:
+    hp, problem = preflight.validate(config)
+    model_dir = config.model_dir
+    preflight.check_data_files(config, problem)
+    preflight.check_model_dir(model_dir, hp)
+
+    import keras  # pylint: disable=import-outside-toplevel
+    from t2t_repro.training import loop, trainer as trainer_lib  # pylint: disable=import-outside-toplevel
+
+    strategy = _make_strategy(config)
+    keras.utils.set_random_seed(config.seed)
+    update = {"accum_steps": config.accum_steps, "batch_tokens": hp.batch_tokens,
+              "replicas": strategy.num_replicas_in_sync, "mixed_precision": config.mixed_precision}
+    preflight.check_update_settings(config, update)
+    tokenizer, vocab_path = preflight.prepare_vocab(config, problem, hp, staging)
+    data_cache_dir = config.vocab_dir or preflight.staged_corpus_records(model_dir, staging)
+    trainer = trainer_lib.Trainer(hp, strategy, model_dir, accum_steps=config.accum_steps,
+                                  jit_compile=config.jit_compile,
+                                  mixed_precision=config.mixed_precision,
+                                  keep_checkpoint_max=config.keep_checkpoint_max)
+    restored = preflight.restore_checked(trainer, model_dir)
+    logging.info("%s at step %d", f"resumed from {restored}" if restored else "starting",
+                 trainer.step)
+    run_info = {"hparams": _overrides_description(config),
+                "vocab": os.path.join(model_dir, "vocab.model"), "restored": restored,
+                "flags": dataclasses.asdict(config)}
+
+    def commit():
+      if trainer.chief:
+        preflight.write_model_dir(config, hp, vocab_path, update, staging)
+
+    return loop.run(trainer, problem, tokenizer, config, data_cache_dir=data_cache_dir,
+                    before_training=commit, run_info=run_info)

@@ -1,0 +1,134 @@
+"""Checkpoint averaging (Vaswani et al. 2017, §6.1: the base models average the last 5
+checkpoints, written at 10-minute intervals; the big models the last 20).
+
+Object-based, as tensor2tensor's avg_checkpoints.py but through the model: the model
+is built from hparams.json, each checkpoint is restored into it
+(`checkpoints.restore_weights`, every weight checked), the MODEL weights are
+averaged element-wise (float64 sums; optimizer slots are not read), and the result
+is written as a complete model dir (`checkpoints.write_weights_model_dir`) under the
+global step of the newest source checkpoint, with an `averaged.json` naming the
+sources. Used by `tools/average_checkpoints.py` and by `train --average_last=N`.
+"""
+
+import json
+import os
+import re
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+from t2t_repro.hparams import HParams
+from t2t_repro.model.transformer import Transformer
+from t2t_repro.training.checkpoints import restore_weights, write_weights_model_dir
+
+
+def last_checkpoints(model_dir, num_last):
+  """The last `num_last` checkpoints of the `checkpoint` state file, oldest first.
+
+  Raises:
+    FileNotFoundError: no state file, or a listed checkpoint is gone.
+    ValueError: fewer than num_last checkpoints (the message lists them).
+  """
+  state = tf.train.get_checkpoint_state(model_dir)
+  if state is None:
+    raise FileNotFoundError(f"no 'checkpoint' state file in {model_dir}")
+  paths = list(state.all_model_checkpoint_paths)
+  if len(paths) < num_last:
+    raise ValueError(f"{model_dir} lists {len(paths)} checkpoints, fewer than --num_last="
+                     f"{num_last}: {[os.path.basename(p) for p in paths]}; average those with "
+                     f"--num_last={len(paths)}, or train with a smaller --save_checkpoints_steps "
+                     "to keep more")
+  paths = paths[-num_last:]
+  for path in paths:
+    if not tf.io.gfile.exists(f"{path}.index"):
+      raise FileNotFoundError(f"checkpoint {path} is listed in {model_dir}/checkpoint but missing")
+  return paths
+
+
+def checkpoint_step(path):
+  """Global step of a checkpoint: its `step` variable, else the optimizer's iterations,
+  else the number in `ckpt-N`. Returns an int (or raises ValueError)."""
+  reader = tf.train.load_checkpoint(path)
+  names = reader.get_variable_to_shape_map()
+  candidates = ["step/.ATTRIBUTES/VARIABLE_VALUE"] + sorted(
+      (n for n in names if n.endswith("iterations/.ATTRIBUTES/VARIABLE_VALUE")), key=len)
+  for name in candidates:
+    if name in names:
+      return int(reader.get_tensor(name))
+  match = re.search(r"-(\d+)$", path)
+  if match:
+    return int(match.group(1))
+  raise ValueError(f"cannot tell the global step of checkpoint {path}")
+
+
+def _check_output_dir(output_dir, source_dirs):
+  real = os.path.realpath(output_dir)
+  for source in source_dirs:
+    if real == os.path.realpath(source):
+      raise ValueError(f"--output_dir {output_dir} is a source folder; choose a new folder")
+  if os.path.exists(output_dir) and os.listdir(output_dir):
+    raise ValueError(f"--output_dir {output_dir} exists and is not empty")
+
+
+def average_weights(checkpoints, hparams):
+  """A `Transformer` of `hparams` holding the element-wise mean of the checkpoints' weights.
+
+  Args:
+    checkpoints: list of checkpoint prefixes (at least one).
+    hparams: the `HParams` they were trained with.
+
+  Returns:
+    The model; each weight keeps its dtype (the sum is float64).
+
+  Raises:
+    ValueError: a checkpoint does not fit the model (`restore_weights`).
+  """
+  model = Transformer.from_hparams(hparams)
+  sums = dtypes = None
+  for path in checkpoints:
+    restore_weights(model, path)
+    values = [w.numpy() for w in model.weights]
+    dtypes = [v.dtype for v in values]
+    values = [v.astype(np.float64) for v in values]
+    sums = values if sums is None else [s + v for s, v in zip(sums, values)]
+    print(f"read {path}", file=sys.stderr)
+  for weight, total, dtype in zip(model.weights, sums, dtypes):
+    weight.assign((total / len(checkpoints)).astype(dtype))
+  return model
+
+
+def average_checkpoints(checkpoints, output_dir, model_dir=None):
+  """Averages the model weights of `checkpoints` into a new model dir.
+
+  Args:
+    checkpoints: list of checkpoint prefixes (at least one).
+    output_dir: new or empty folder, not a source folder.
+    model_dir: where hparams.json / vocab.model / flags.json are (default: the
+      folder of the first checkpoint).
+
+  Returns:
+    (path of the written checkpoint `{output_dir}/ckpt-{step of the newest}`,
+     the averaged `Transformer`).
+
+  Raises:
+    ValueError: no checkpoints, a bad output_dir, a checkpoint that does not
+      fit the model of hparams.json.
+    FileNotFoundError: a checkpoint or hparams.json is missing.
+  """
+  if not checkpoints:
+    raise ValueError("no checkpoints to average")
+  model_dir = model_dir or os.path.dirname(checkpoints[0])
+  _check_output_dir(output_dir, {model_dir} | {os.path.dirname(p) for p in checkpoints})
+  for path in checkpoints:
+    if not tf.io.gfile.exists(f"{path}.index"):
+      raise FileNotFoundError(f"checkpoint {path} does not exist (no .index file)")
+  hparams_path = os.path.join(model_dir, "hparams.json")
+  with open(hparams_path, encoding="utf-8") as f:
+    hparams = HParams.from_dict(json.load(f), origin=hparams_path)
+  model = average_weights(checkpoints, hparams)
+  step = max(checkpoint_step(p) for p in checkpoints)
+  path = write_weights_model_dir(
+      model, step, model_dir, output_dir, "averaged.json",
+      {"checkpoints": [os.path.abspath(p) for p in checkpoints], "step": step})
+  return path, model

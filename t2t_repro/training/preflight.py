@@ -1,0 +1,222 @@
+"""Everything a training run checks and prepares before its first write to the model dir
+(docs/RELIABILITY.md): settings, hparams, data files, a resume's hparams and update
+settings, the vocabulary; then the atomic write of the model dir's files.
+
+The messages name the train command's flags (a `TrainConfig` field has the flag's name).
+"""
+
+import dataclasses
+import glob
+import json
+import os
+import shutil
+import tempfile
+import time
+
+from absl import logging
+
+from t2t_repro import cli, fileio
+from t2t_repro import hparams as hparams_lib
+from t2t_repro.training.config import BEST_METRICS, DISTRIBUTIONS, FIELD_MINIMUM, MIXED_PRECISIONS
+
+# Settings that define one optimizer update; a resume that changes them is refused.
+UPDATE_SETTINGS = ("accum_steps", "batch_tokens", "replicas", "mixed_precision")
+
+
+def _check_choices(config):
+  """The enumerated settings and the early-stopping combination."""
+  for name, choices in (("distribution", DISTRIBUTIONS), ("mixed_precision", MIXED_PRECISIONS),
+                        ("best_metric", BEST_METRICS)):
+    if getattr(config, name) not in choices:
+      raise cli.UsageError(f"--{name}={getattr(config, name)}: must be one of {', '.join(choices)}")
+  if config.best_metric == "bleu" and not config.dev_bleu_lines:
+    raise cli.UsageError("--best_metric=bleu needs the dev BLEU: set --dev_bleu_lines > 0")
+  if config.early_stopping and (config.best_metric == "none" or not config.eval_every_steps):
+    raise cli.UsageError(f"--early_stopping={config.early_stopping} needs dev evaluations "
+                         "(--eval_every_steps > 0) and --best_metric=loss or bleu")
+
+
+def validate(config):
+  """Checks every setting of `config`, the hparams and the problem name; reads and writes
+  nothing.
+
+  Returns:
+    (HParams, data.problems.Problem).
+
+  Raises:
+    cli.UsageError: the message names the flag.
+  """
+  from t2t_repro.data import problems  # pylint: disable=import-outside-toplevel
+  if not config.model_dir:
+    raise cli.UsageError("--model_dir is required")
+  if os.path.exists(config.model_dir) and not os.path.isdir(config.model_dir):
+    raise cli.UsageError(f"--model_dir={config.model_dir} is a file, not a folder")
+  for name, minimum in FIELD_MINIMUM.items():
+    value = getattr(config, name)
+    if value is not None and value < minimum:
+      raise cli.UsageError(f"--{name}={value}: must be >= {minimum}")
+  _check_choices(config)
+  overrides = config.hparams_override
+  for name in ("train_steps", "batch_tokens"):
+    if getattr(config, name) is not None:
+      overrides = ",".join(filter(None, [overrides, f"{name}={getattr(config, name)}"]))
+  try:
+    hp = hparams_lib.get_hparams(config.hparams, overrides)
+  except ValueError as e:
+    message = str(e)
+    raise cli.UsageError(message if message.startswith("--") else
+                         f"--hparams={config.hparams} --hparams_override={overrides}: {message}")
+  if hp.batch_tokens < hp.max_length:
+    raise cli.UsageError(f"--batch_tokens={hp.batch_tokens} is below max_length={hp.max_length}: "
+                         "one example of the longest bucket must fit a batch")
+  try:
+    problem = problems.get_problem(config.problem, config.data_dir, **config.split_files())
+  except ValueError as e:
+    raise cli.UsageError(f"--problem={config.problem}: {e}")
+  return hp, problem
+
+
+def check_data_files(config, problem):
+  """The files of the splits this run reads exist, are files, and are not all empty.
+
+  Raises:
+    cli.DataError: the message names the files.
+  """
+  splits = (["train"] + ["dev"] * bool(config.eval_every_steps)
+            + ["test"] * bool(config.test_bleu_lines))
+  for split in splits:
+    paths = [p for pair in problem.file_pairs(split) for p in pair]
+    for path in paths:
+      if os.path.isdir(path):
+        raise cli.DataError(f"{path} is a directory, not a text file ({split} split of "
+                            f"--problem={problem.name})")
+    missing = [p for p in paths if not os.path.exists(p)]
+    if missing:
+      if split == "train" and problem.tfds_name and "train" not in problem.overridden:
+        continue  # read from TFDS
+      problem.text_pairs(split)  # raises MissingDataError with how to get the files
+    if all(os.path.getsize(p) == 0 for p in paths):
+      raise cli.DataError(f"the {split} files are empty: {', '.join(paths)}")
+
+
+def check_model_dir(model_dir, hp):
+  """On resume the hparams must equal the saved hparams.json (train_steps may change;
+  batch_tokens is an update setting, see `check_update_settings`).
+
+  Raises:
+    cli.UsageError: naming the differing hparams.
+  """
+  saved_path = os.path.join(model_dir, "hparams.json")
+  if not os.path.exists(saved_path):
+    return
+  saved = hparams_lib.get_hparams(saved_path).to_dict()
+  changed = sorted(k for k, v in hp.to_dict().items()
+                   if saved[k] != v and k not in ("train_steps", "description", "batch_tokens"))
+  if changed:
+    diffs = ", ".join(f"{k}: saved {saved[k]!r} vs flags {hp.to_dict()[k]!r}" for k in changed)
+    raise cli.UsageError(f"--model_dir={model_dir} holds a run with other hparams ({diffs}); "
+                         "use a new --model_dir or the same --hparams/--hparams_override")
+
+
+def check_update_settings(config, update):
+  """Refuses (or, with --allow_update_change, logs) a resume that changes how an update
+  is formed: `UPDATE_SETTINGS` recorded in flags.json under "update".
+
+  Raises:
+    cli.UsageError: a setting differs and --allow_update_change is not given.
+  """
+  model_dir = config.model_dir
+  path = os.path.join(model_dir, "flags.json")
+  if not os.path.exists(path):
+    return
+  with open(path, encoding="utf-8") as f:
+    saved = json.load(f).get("update") or {}
+  changed = [k for k in UPDATE_SETTINGS if k in saved and saved[k] != update[k]]
+  if not changed:
+    return
+  diffs = ", ".join(f"{k}: saved {saved[k]!r} vs now {update[k]!r}" for k in changed)
+  if not config.allow_update_change:
+    raise cli.UsageError(f"--model_dir={model_dir} was trained with other update settings "
+                         f"({diffs}); resuming would change the optimizer update. Use the same "
+                         "settings, or --allow_update_change to resume anyway")
+  logging.warning("--allow_update_change: resuming %s with changed update settings: %s",
+                  model_dir, diffs)
+
+
+def restore_checked(trainer, model_dir):
+  """Restores the latest checkpoint; one that does not fit the hparams is a usage error
+  (even when hparams.json is missing). Returns the checkpoint path or None."""
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  try:
+    return trainer.restore()
+  except (ValueError, AssertionError, tf.errors.OpError) as e:
+    reason = str(e).strip().splitlines()[0][:300]
+    raise cli.UsageError(f"--model_dir={model_dir} holds checkpoints of another model ({reason}); "
+                         "use a new --model_dir or the hparams it was trained with") from None
+
+
+def prepare_vocab(config, problem, hp, staging_dir):
+  """The tokenizer and the path of its model: the model dir's vocab.model, else the
+  cached one of --vocab_dir, else one learned into `staging_dir` (nothing is written
+  to the model dir here: `write_model_dir` copies it there).
+
+  Raises:
+    cli.UsageError: the vocab has another size than hparams.vocab_size.
+    cli.DataError: the training text cannot give a vocabulary of that size.
+  """
+  from t2t_repro.data import vocab as vocab_lib  # pylint: disable=import-outside-toplevel
+  path = os.path.join(config.model_dir, "vocab.model")
+  if not os.path.exists(path):
+    try:
+      path = vocab_lib.get_or_learn_vocab(problem, hp.vocab_size, config.vocab_dir or staging_dir)
+    except ValueError as e:  # sentencepiece: too little text for vocab_size
+      raise cli.DataError(f"learning a {hp.vocab_size}-piece vocabulary from the train split of "
+                          f"--problem={problem.name} failed: {e}") from None
+  tokenizer = vocab_lib.Tokenizer.from_file(path)
+  if tokenizer.vocab_size != hp.vocab_size:
+    raise cli.UsageError(f"{path} has {tokenizer.vocab_size} pieces but hparams say "
+                         f"vocab_size={hp.vocab_size}")
+  return tokenizer, path
+
+
+def staged_corpus_records(model_dir, staging_dir):
+  """Copies the model dir's validation records of the training text (`data.corpus`,
+  `corpus.*.json`) into `staging_dir` and returns it: the data phase reads and writes
+  records there, and `write_model_dir` copies them back, so a run that fails its
+  checks leaves the model dir as it was while a restart still skips validation."""
+  for path in glob.glob(os.path.join(model_dir, "corpus.*.json")):
+    shutil.copyfile(path, os.path.join(staging_dir, os.path.basename(path)))
+  return staging_dir
+
+
+def write_model_dir(config, hp, vocab_path, update, staging_dir):
+  """Writes vocab.model, hparams.json, flags.json and the staged corpus records
+  (`staged_corpus_records`), once every check passed.
+
+  A new model dir is written under a temporary name next to it and renamed, so it
+  appears complete or not at all; in an existing one each file is replaced
+  atomically and leftovers of interrupted checkpoint writes are removed.
+  """
+  from t2t_repro.training import checkpoints  # pylint: disable=import-outside-toplevel
+  fresh = not os.path.isdir(config.model_dir)
+  model_dir = os.path.abspath(config.model_dir)  # also drops a trailing "/"
+  parent = os.path.dirname(model_dir)
+  os.makedirs(parent, exist_ok=True)
+  target = tempfile.mkdtemp(prefix=f".{os.path.basename(model_dir)}.new-", dir=parent) \
+      if fresh else model_dir
+  if not fresh:
+    removed, freed = checkpoints.remove_partial_checkpoints(model_dir)
+    if removed:
+      logging.warning("removed %d leftovers of interrupted checkpoint writes (%d bytes): %s",
+                      len(removed), freed, ", ".join(removed))
+  if os.path.abspath(vocab_path) != os.path.abspath(os.path.join(target, "vocab.model")):
+    with open(vocab_path, "rb") as f:
+      fileio.write_atomic(os.path.join(target, "vocab.model"), f.read())
+  for path in glob.glob(os.path.join(staging_dir, "corpus.*.json")):
+    with open(path, "rb") as f:
+      fileio.write_atomic(os.path.join(target, os.path.basename(path)), f.read())
+  fileio.write_json(os.path.join(target, "hparams.json"), hp.to_dict())
+  fileio.write_json(os.path.join(target, "flags.json"),
+                    dataclasses.asdict(config) | {"time": time.ctime(), "update": update})
+  if fresh:
+    os.rename(target, model_dir)
