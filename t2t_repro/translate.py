@@ -22,6 +22,12 @@ its batch, so batching does not change any translation.
 `i<TAB>score<TAB>translation`, with i the 0-based input line number and score
 log P(Y|X) / lp(Y) (%.4f); an empty input line gives one line `i<TAB>0.0000<TAB>`.
 
+Ensembles: --model_dir=runs/a,runs/b (the latest checkpoint of each) and/or
+--checkpoint_path=p1,p2 (with one --model_dir: checkpoints of that run; else one per
+model dir) decode as one model: per step the log of the mean of the models'
+probabilities, one beam search (`t2t_repro.decoding.ensemble`). The models must share
+one vocabulary (the same vocab.model); the decoding defaults come from the first.
+
 --evaluate --ref=FILE (repeatable) also scores the translations with
 `t2t_repro.evaluate` (sacreBLEU primary, chrF, paper-comparable BLEU) and prints the
 report to stdout after the translations (to stdout alone when --output_file is given).
@@ -40,14 +46,18 @@ from absl import flags  # pylint: disable=wrong-import-position
 
 from t2t_repro import cli, fileio  # pylint: disable=wrong-import-position
 from t2t_repro.decoding import config as decode_config  # pylint: disable=wrong-import-position
+from t2t_repro.decoding import loading  # pylint: disable=wrong-import-position
 from t2t_repro.decoding import translator as translator_lib  # pylint: disable=wrong-import-position
 
 FLAGS = flags.FLAGS
 
 
 def _define_flags():
-  flags.DEFINE_string("model_dir", None, "Model directory (hparams.json, vocab.model, checkpoints).")
-  flags.DEFINE_string("checkpoint_path", None, "Checkpoint prefix (default: latest of --model_dir).")
+  flags.DEFINE_string("model_dir", None, "Model directory (hparams.json, vocab.model, checkpoints); "
+                      "several, comma-separated, decode as one ensemble (one vocabulary).")
+  flags.DEFINE_string("checkpoint_path", None, "Checkpoint prefix (default: latest of --model_dir); "
+                      "several, comma-separated, form an ensemble (with one --model_dir, or "
+                      "one per model dir).")
   flags.DEFINE_string("input_file", None, "Source sentences, one per line (default: stdin).")
   flags.DEFINE_string("output_file", None, "Translations (default: stdout).")
   decode_config.define_flags(help_overrides={
@@ -82,21 +92,25 @@ def main(argv):
     raise app.UsageError("--model_dir is required")
   if FLAGS.evaluate and not FLAGS.ref:
     raise app.UsageError("--evaluate needs --ref")
-  if not os.path.isdir(FLAGS.model_dir):
-    raise cli.UsageError(f"--model_dir={FLAGS.model_dir} is not a folder")
+  for model_dir in loading.split_names(FLAGS.model_dir):
+    if not os.path.isdir(model_dir):
+      raise cli.UsageError(f"--model_dir={model_dir} is not a folder")
   for name, minimum in _FLAG_MINIMUM.items():
     value = getattr(FLAGS, name)
     if value is not None and value < minimum:
       raise cli.UsageError(f"--{name}={value}: must be >= {minimum}")
   from t2t_repro import evaluate  # pylint: disable=import-outside-toplevel
-  from t2t_repro.training.checkpoints import load_for_inference  # pylint: disable=import-outside-toplevel
   refs = [fileio.read_lines(path) for path in FLAGS.ref or []] if FLAGS.evaluate else []
   lines = fileio.read_lines(FLAGS.input_file or "-")
   for path, ref in zip(FLAGS.ref or [], refs):
     if len(ref) != len(lines):
       raise app.UsageError(f"{path} has {len(ref)} lines, the input has {len(lines)}")
-  model, hparams, tokenizer = load_for_inference(FLAGS.model_dir, FLAGS.checkpoint_path,
-                                                 inference_dtype=FLAGS.inference_dtype)
+  try:
+    model, hparams, tokenizer, _ = loading.load_models(
+        loading.split_names(FLAGS.model_dir), loading.split_names(FLAGS.checkpoint_path),
+        inference_dtype=FLAGS.inference_dtype)
+  except loading.EnsembleError as e:
+    raise cli.UsageError(str(e)) from None
   try:
     config = decode_config.DecodeConfig.from_flags(hparams, FLAGS)
     translator = translator_lib.Translator(model, tokenizer, config)
