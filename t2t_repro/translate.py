@@ -28,6 +28,12 @@ model dir) decode as one model: per step the log of the mean of the models'
 probabilities, one beam search (`t2t_repro.decoding.ensemble`). The models must share
 one vocabulary (the same vocab.model); the decoding defaults come from the first.
 
+--alignments=hard|soft --alignment_file=FILE writes, for every output line, the
+alignment between the source's and the output's sentencepiece pieces from the
+cross-attention of decoder layer --alignment_layer (default the last, as fairseq),
+averaged over heads: Pharaoh "i-j" pairs or a JSON object per line
+(`t2t_repro.decoding.alignment`).
+
 --evaluate --ref=FILE (repeatable) also scores the translations with
 `t2t_repro.evaluate` (sacreBLEU primary, chrF, paper-comparable BLEU) and prints the
 report to stdout after the translations (to stdout alone when --output_file is given).
@@ -45,6 +51,7 @@ from absl import app  # pylint: disable=wrong-import-position
 from absl import flags  # pylint: disable=wrong-import-position
 
 from t2t_repro import cli, fileio  # pylint: disable=wrong-import-position
+from t2t_repro.decoding import alignment  # pylint: disable=wrong-import-position
 from t2t_repro.decoding import config as decode_config  # pylint: disable=wrong-import-position
 from t2t_repro.decoding import loading  # pylint: disable=wrong-import-position
 from t2t_repro.decoding import translator as translator_lib  # pylint: disable=wrong-import-position
@@ -67,6 +74,14 @@ def _define_flags():
   flags.DEFINE_enum("inference_dtype", "float32", ["float32", "bfloat16"],
                     "Compute type of the model's matmuls while decoding (bfloat16: float32 "
                     "weights, softmax, LayerNorm and logits; faster on CPUs with AVX512-BF16/AMX).")
+  flags.DEFINE_enum("alignments", None, list(alignment.ALIGNMENT_KINDS),
+                    "Write source-target alignments of the sentencepiece pieces (one line per "
+                    "output line) to --alignment_file: hard = Pharaoh 'i-j' pairs, soft = one "
+                    "JSON object per line (t2t_repro.decoding.alignment).")
+  flags.DEFINE_integer("alignment_layer", -1, "Decoder layer whose cross-attention (averaged "
+                       "over heads) gives --alignments; default -1 = the last, as fairseq's "
+                       "default alignment_layer.")
+  flags.DEFINE_string("alignment_file", None, "Output file of --alignments.")
   flags.DEFINE_bool("progress", True, "Progress bar on stderr.")
   flags.DEFINE_bool("evaluate", False, "Score the translations against --ref.")
   flags.DEFINE_multi_string("ref", None, "Reference file for --evaluate (repeatable).")
@@ -92,6 +107,8 @@ def main(argv):
     raise app.UsageError("--model_dir is required")
   if FLAGS.evaluate and not FLAGS.ref:
     raise app.UsageError("--evaluate needs --ref")
+  if bool(FLAGS.alignments) != bool(FLAGS.alignment_file):
+    raise cli.UsageError("--alignments and --alignment_file go together")
   for model_dir in loading.split_names(FLAGS.model_dir):
     if not os.path.isdir(model_dir):
       raise cli.UsageError(f"--model_dir={model_dir} is not a folder")
@@ -114,9 +131,13 @@ def main(argv):
   try:
     config = decode_config.DecodeConfig.from_flags(hparams, FLAGS)
     translator = translator_lib.Translator(model, tokenizer, config)
+    alignment.check_layer(model, FLAGS.alignment_layer)
   except ValueError as e:
     raise cli.UsageError(str(e)) from None
-  nbest = translator.nbest(lines, FLAGS.progress)
+  nbest = translator.nbest(lines, FLAGS.progress, return_ids=bool(FLAGS.alignments))
+  if FLAGS.alignments:
+    fileio.write_lines(FLAGS.alignment_file, alignment.alignment_lines(
+        translator, lines, nbest, FLAGS.alignments, FLAGS.alignment_layer))
   out = translator_lib.format_nbest(nbest) if FLAGS.n_best else [hyps[0][1] for hyps in nbest]
   if FLAGS.output_file:
     fileio.write_lines(FLAGS.output_file, out)
