@@ -131,7 +131,7 @@ def _run_child(mode, model_dir, input_file, lines, uncached_lines, batch_tokens,
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   tf.config.threading.set_intra_op_parallelism_threads(threads)
   from t2t_repro.decoding import beam_search as bs  # pylint: disable=import-outside-toplevel
-  from t2t_repro.training.checkpoints import load_for_inference  # pylint: disable=import-outside-toplevel
+  from t2t_repro.decoding.loading import load_for_inference  # pylint: disable=import-outside-toplevel
   model, hp, tokenizer = load_for_inference(
       model_dir, inference_dtype="bfloat16" if mode == "cached_bfloat16" else "float32")
   beam = beam_size or hp.beam_size

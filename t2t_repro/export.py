@@ -181,9 +181,9 @@ def export_model(model_dir, export_dir, checkpoint_path=None, beam_size=None, al
 
   Raises:
     FileExistsError: export_dir is not empty and overwrite is False.
-    the errors of `training.checkpoints.load_for_inference`.
+    the errors of `decoding.loading.load_for_inference`.
   """
-  from t2t_repro.training.checkpoints import load_for_inference  # pylint: disable=import-outside-toplevel
+  from t2t_repro.decoding.loading import load_for_inference  # pylint: disable=import-outside-toplevel
   if tf.io.gfile.exists(export_dir) and tf.io.gfile.listdir(export_dir) and not overwrite:
     raise FileExistsError(f"export dir {export_dir} is not empty (use --overwrite)")
   model, hparams, tokenizer = load_for_inference(model_dir, checkpoint_path, inference_dtype)

@@ -193,7 +193,7 @@ def export_ctranslate2(model_dir, output_dir, checkpoint_path=None, quantization
     FileExistsError: output_dir is not empty and overwrite is False.
     ValueError: unknown quantization, or see `build_spec`.
     ImportError: ctranslate2 is not installed (or torch, for the bfloat16 types).
-    the errors of `training.checkpoints.load_for_inference`.
+    the errors of `decoding.loading.load_for_inference`.
   """
   # Everything is checked before anything is written.
   if quantization is not None and quantization not in QUANTIZATIONS:
@@ -205,7 +205,7 @@ def export_ctranslate2(model_dir, output_dir, checkpoint_path=None, quantization
     raise ImportError(f"CTranslate2's converter needs torch for --quantization={quantization} "
                       "(pip install torch), or choose int8 / int8_float32 / float16")
   import sentencepiece as spm  # pylint: disable=import-outside-toplevel
-  from t2t_repro.training.checkpoints import load_for_inference  # pylint: disable=import-outside-toplevel
+  from t2t_repro.decoding.loading import load_for_inference  # pylint: disable=import-outside-toplevel
   model, hparams, tokenizer = load_for_inference(model_dir, checkpoint_path)
   processor = spm.SentencePieceProcessor(model_proto=tokenizer.model_proto)
   pieces = [processor.id_to_piece(i) for i in range(processor.get_piece_size())]

@@ -22,6 +22,18 @@ its batch, so batching does not change any translation.
 `i<TAB>score<TAB>translation`, with i the 0-based input line number and score
 log P(Y|X) / lp(Y) (%.4f); an empty input line gives one line `i<TAB>0.0000<TAB>`.
 
+Ensembles: --model_dir=runs/a,runs/b (the latest checkpoint of each) and/or
+--checkpoint_path=p1,p2 (with one --model_dir: checkpoints of that run; else one per
+model dir) decode as one model: per step the log of the mean of the models'
+probabilities, one beam search (`t2t_repro.decoding.ensemble`). The models must share
+one vocabulary (the same vocab.model); the decoding defaults come from the first.
+
+--alignments=hard|soft --alignment_file=FILE writes, for every output line, the
+alignment between the source's and the output's sentencepiece pieces from the
+cross-attention of decoder layer --alignment_layer (default the last, as fairseq),
+averaged over heads: Pharaoh "i-j" pairs or a JSON object per line
+(`t2t_repro.decoding.alignment`).
+
 --evaluate --ref=FILE (repeatable) also scores the translations with
 `t2t_repro.evaluate` (sacreBLEU primary, chrF, paper-comparable BLEU) and prints the
 report to stdout after the translations (to stdout alone when --output_file is given).
@@ -39,15 +51,20 @@ from absl import app  # pylint: disable=wrong-import-position
 from absl import flags  # pylint: disable=wrong-import-position
 
 from t2t_repro import cli, fileio  # pylint: disable=wrong-import-position
+from t2t_repro.decoding import alignment  # pylint: disable=wrong-import-position
 from t2t_repro.decoding import config as decode_config  # pylint: disable=wrong-import-position
+from t2t_repro.decoding import loading  # pylint: disable=wrong-import-position
 from t2t_repro.decoding import translator as translator_lib  # pylint: disable=wrong-import-position
 
 FLAGS = flags.FLAGS
 
 
 def _define_flags():
-  flags.DEFINE_string("model_dir", None, "Model directory (hparams.json, vocab.model, checkpoints).")
-  flags.DEFINE_string("checkpoint_path", None, "Checkpoint prefix (default: latest of --model_dir).")
+  flags.DEFINE_string("model_dir", None, "Model directory (hparams.json, vocab.model, checkpoints); "
+                      "several, comma-separated, decode as one ensemble (one vocabulary).")
+  flags.DEFINE_string("checkpoint_path", None, "Checkpoint prefix (default: latest of --model_dir); "
+                      "several, comma-separated, form an ensemble (with one --model_dir, or "
+                      "one per model dir).")
   flags.DEFINE_string("input_file", None, "Source sentences, one per line (default: stdin).")
   flags.DEFINE_string("output_file", None, "Translations (default: stdout).")
   decode_config.define_flags(help_overrides={
@@ -57,6 +74,14 @@ def _define_flags():
   flags.DEFINE_enum("inference_dtype", "float32", ["float32", "bfloat16"],
                     "Compute type of the model's matmuls while decoding (bfloat16: float32 "
                     "weights, softmax, LayerNorm and logits; faster on CPUs with AVX512-BF16/AMX).")
+  flags.DEFINE_enum("alignments", None, list(alignment.ALIGNMENT_KINDS),
+                    "Write source-target alignments of the sentencepiece pieces (one line per "
+                    "output line) to --alignment_file: hard = Pharaoh 'i-j' pairs, soft = one "
+                    "JSON object per line (t2t_repro.decoding.alignment).")
+  flags.DEFINE_integer("alignment_layer", -1, "Decoder layer whose cross-attention (averaged "
+                       "over heads) gives --alignments; default -1 = the last, as fairseq's "
+                       "default alignment_layer.")
+  flags.DEFINE_string("alignment_file", None, "Output file of --alignments.")
   flags.DEFINE_bool("progress", True, "Progress bar on stderr.")
   flags.DEFINE_bool("evaluate", False, "Score the translations against --ref.")
   flags.DEFINE_multi_string("ref", None, "Reference file for --evaluate (repeatable).")
@@ -82,27 +107,37 @@ def main(argv):
     raise app.UsageError("--model_dir is required")
   if FLAGS.evaluate and not FLAGS.ref:
     raise app.UsageError("--evaluate needs --ref")
-  if not os.path.isdir(FLAGS.model_dir):
-    raise cli.UsageError(f"--model_dir={FLAGS.model_dir} is not a folder")
+  if bool(FLAGS.alignments) != bool(FLAGS.alignment_file):
+    raise cli.UsageError("--alignments and --alignment_file go together")
+  for model_dir in loading.split_names(FLAGS.model_dir):
+    if not os.path.isdir(model_dir):
+      raise cli.UsageError(f"--model_dir={model_dir} is not a folder")
   for name, minimum in _FLAG_MINIMUM.items():
     value = getattr(FLAGS, name)
     if value is not None and value < minimum:
       raise cli.UsageError(f"--{name}={value}: must be >= {minimum}")
   from t2t_repro import evaluate  # pylint: disable=import-outside-toplevel
-  from t2t_repro.training.checkpoints import load_for_inference  # pylint: disable=import-outside-toplevel
   refs = [fileio.read_lines(path) for path in FLAGS.ref or []] if FLAGS.evaluate else []
   lines = fileio.read_lines(FLAGS.input_file or "-")
   for path, ref in zip(FLAGS.ref or [], refs):
     if len(ref) != len(lines):
       raise app.UsageError(f"{path} has {len(ref)} lines, the input has {len(lines)}")
-  model, hparams, tokenizer = load_for_inference(FLAGS.model_dir, FLAGS.checkpoint_path,
-                                                 inference_dtype=FLAGS.inference_dtype)
+  try:
+    model, hparams, tokenizer, _ = loading.load_models(
+        loading.split_names(FLAGS.model_dir), loading.split_names(FLAGS.checkpoint_path),
+        inference_dtype=FLAGS.inference_dtype)
+  except loading.EnsembleError as e:
+    raise cli.UsageError(str(e)) from None
   try:
     config = decode_config.DecodeConfig.from_flags(hparams, FLAGS)
     translator = translator_lib.Translator(model, tokenizer, config)
+    alignment.check_layer(model, FLAGS.alignment_layer)
   except ValueError as e:
     raise cli.UsageError(str(e)) from None
-  nbest = translator.nbest(lines, FLAGS.progress)
+  nbest = translator.nbest(lines, FLAGS.progress, return_ids=bool(FLAGS.alignments))
+  if FLAGS.alignments:
+    fileio.write_lines(FLAGS.alignment_file, alignment.alignment_lines(
+        translator, lines, nbest, FLAGS.alignments, FLAGS.alignment_layer))
   out = translator_lib.format_nbest(nbest) if FLAGS.n_best else [hyps[0][1] for hyps in nbest]
   if FLAGS.output_file:
     fileio.write_lines(FLAGS.output_file, out)

@@ -13,8 +13,8 @@ import tensorflow as tf
 from model_dir_util import make_model_dir
 from conftest import tool_path
 from t2t_repro.decoding.translator import DecodeConfig, Translator
+from t2t_repro.decoding.loading import load_for_inference
 from t2t_repro.training import averaging
-from t2t_repro.training.checkpoints import load_for_inference
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _TOOL = tool_path("average_checkpoints")

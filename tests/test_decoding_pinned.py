@@ -26,7 +26,7 @@ from t2t_repro.hparams import get_hparams
 from t2t_repro.model.transformer import Transformer
 from t2t_repro.parsing.bracket_vocab import learn_bracket_vocab, tree_constraint
 from t2t_repro.parsing.prepare import prepare
-from t2t_repro.training.checkpoints import load_for_inference
+from t2t_repro.decoding.loading import load_for_inference
 
 LINES = ["A man is riding a bike.", "", "Two dogs play in the snow.", "Ja.",
          "The weather is nice today, isn't it?"]

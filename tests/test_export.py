@@ -82,7 +82,7 @@ def test_serving_sorts_and_chunks_in_input_order(model_dir):
   import numpy as np  # pylint: disable=import-outside-toplevel
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   from t2t_repro.decoding import beam_search as bs  # pylint: disable=import-outside-toplevel
-  from t2t_repro.training.checkpoints import load_for_inference  # pylint: disable=import-outside-toplevel
+  from t2t_repro.decoding.loading import load_for_inference  # pylint: disable=import-outside-toplevel
   model, hparams, tokenizer = load_for_inference(model_dir)
   rng = np.random.RandomState(4)
   lengths = [9, 2, 6, 1, 7, 3, 9, 5]
@@ -118,7 +118,7 @@ def test_bfloat16_inference_is_close_and_really_bfloat16(model_dir):
   import numpy as np  # pylint: disable=import-outside-toplevel
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   from t2t_repro.decoding import beam_search as bs  # pylint: disable=import-outside-toplevel
-  from t2t_repro.training.checkpoints import load_for_inference  # pylint: disable=import-outside-toplevel
+  from t2t_repro.decoding.loading import load_for_inference  # pylint: disable=import-outside-toplevel
   full, _, tokenizer = load_for_inference(model_dir)
   half, _, _ = load_for_inference(model_dir, inference_dtype="bfloat16")
   assert keras.mixed_precision.global_policy().name == "float32"  # restored after loading

@@ -14,7 +14,7 @@ import tensorflow as tf
 from model_dir_util import make_model_dir, read_lines
 from t2t_repro import export_ctranslate2
 from t2t_repro.decoding import beam_search as bs
-from t2t_repro.training.checkpoints import load_for_inference
+from t2t_repro.decoding.loading import load_for_inference
 
 ctranslate2 = pytest.importorskip("ctranslate2")
 spm = pytest.importorskip("sentencepiece")

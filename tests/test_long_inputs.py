@@ -15,7 +15,7 @@ from model_dir_util import make_model_dir
 from t2t_repro.data import batching
 from t2t_repro.decoding import beam_search
 from t2t_repro.decoding.translator import DecodeConfig, Translator
-from t2t_repro.training.checkpoints import load_for_inference
+from t2t_repro.decoding.loading import load_for_inference
 
 
 @pytest.fixture(scope="module")

@@ -135,6 +135,24 @@ def test_decode_mode_on_trained_model_dir(trained):
   assert len(_lines(os.path.join(model_dir, "decode", "test.pred.tree"))) == 3
 
 
+def test_decode_mode_ensemble_of_a_checkpoint_with_itself(trained):
+  model_dir, _ = trained
+
+  def decode(*extra):
+    proc = subprocess.run(
+        [sys.executable, PARSE_TOOL, "--mode=decode", f"--model_dir={model_dir}",
+         "--decode_splits=test", "--max_sentences=3", "--beam_size=1",
+         "--decode_extra_length=5", *extra],
+        capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    return (_lines(os.path.join(model_dir, "decode", "test.pred.tree")),
+            json.load(open(os.path.join(model_dir, "parse_scores.json")))["decode"]["step"])
+
+  checkpoint = os.path.join(model_dir, "ckpt-20")
+  assert decode(f"--checkpoint_path={checkpoint},{checkpoint}") == (decode()[0], [20, 20])
+
+
 def test_data_stats_record_constraint_bounds_and_reject_old_files(trained, tmp_path):
   model_dir, _ = trained
   stats = prepare.read_data_stats(os.path.join(model_dir, "data"))

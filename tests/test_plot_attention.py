@@ -6,7 +6,7 @@ import pytest
 
 from model_dir_util import make_model_dir
 from t2t_repro.decoding.translator import DecodeConfig
-from t2t_repro.training.checkpoints import load_for_inference
+from t2t_repro.decoding.loading import load_for_inference
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -58,6 +58,7 @@ from absl import flags  # pylint: disable=wrong-import-position
 from t2t_repro import cli  # pylint: disable=wrong-import-position
 from t2t_repro import fileio  # pylint: disable=wrong-import-position
 from t2t_repro.decoding import config as decode_config  # pylint: disable=wrong-import-position
+from t2t_repro.decoding.loading import EnsembleError  # pylint: disable=wrong-import-position
 from t2t_repro.parsing import evalb, pipeline, prepare  # pylint: disable=wrong-import-position
 
 FLAGS = flags.FLAGS
@@ -100,7 +101,9 @@ def _define_flags():
                       "delinearize: target sequences, one a line.")
   flags.DEFINE_string("output", None, "delinearize: output trees, one a line.")
   flags.DEFINE_string("model_dir", None,
-                      "train, decode: the model directory (created by train).")
+                      "train, decode: the model directory (created by train); decode: "
+                      "several, comma-separated, decode as one ensemble (outputs go to the "
+                      "first).")
   flags.DEFINE_string("data_dir", None,
                       "train, decode: folder of prepare's outputs (default: "
                       "MODEL_DIR/data; train runs prepare into it).")
@@ -141,7 +144,8 @@ def _define_flags():
   flags.DEFINE_integer("max_sentences", 0,
                        "decode: only the first N sentences of each split (0: all).")
   flags.DEFINE_string("checkpoint_path", None,
-                      "decode: checkpoint prefix (default: the latest).")
+                      "decode: checkpoint prefix (default: the latest); several, "
+                      "comma-separated, decode as one ensemble.")
 
 
 def _splits():
@@ -190,7 +194,7 @@ def run_evaluate():
 
 
 def _data_dir():
-  return FLAGS.data_dir or os.path.join(FLAGS.model_dir, "data")
+  return FLAGS.data_dir or os.path.join(FLAGS.model_dir.split(",")[0], "data")
 
 
 def run_train():
@@ -229,7 +233,10 @@ def _run_decode(model_dir, data_dir):
 
 def run_decode():
   _require("model_dir")
-  _run_decode(FLAGS.model_dir, _data_dir())
+  try:
+    _run_decode(FLAGS.model_dir, _data_dir())
+  except EnsembleError as e:
+    raise app.UsageError(str(e)) from None
 
 
 _MODES = {

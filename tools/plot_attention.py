@@ -153,7 +153,7 @@ def main(argv):
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   if not FLAGS.model_dir or not FLAGS.source:
     raise app.UsageError("--model_dir and --source are required")
-  from t2t_repro.training.checkpoints import load_for_inference  # pylint: disable=import-outside-toplevel
+  from t2t_repro.decoding.loading import load_for_inference  # pylint: disable=import-outside-toplevel
   model, hparams, tokenizer = load_for_inference(FLAGS.model_dir, FLAGS.checkpoint_path)
   try:
     paths = plot_attention(model, tokenizer, FLAGS.source, FLAGS.output_dir, target=FLAGS.target,

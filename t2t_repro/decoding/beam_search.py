@@ -65,12 +65,13 @@ Entry points:
     (e.g. the exported SavedModel).
 """
 
+import typing
 import weakref
 
 import tensorflow as tf
 
 from t2t_repro.constants import EOS_ID, NEG_INF, PAD_ID
-from t2t_repro.model.layers import MEMORY_KEY
+from t2t_repro.decoding import model_interface
 
 # NEG_INF is the log-probability of impossible hypotheses (tensor2tensor uses -1e7); real
 # log-probabilities of a hypothesis are many orders of magnitude larger.
@@ -105,73 +106,165 @@ def default_max_decode_length(inputs, extra=50):
   return tf.reduce_sum(tf.cast(tf.not_equal(inputs, PAD_ID), tf.int32), axis=1) + extra
 
 
-class _CachedSteps:
-  """Incremental decoding with the model's cache (`init_cache` / `decode_step`).
+class BeamState(typing.NamedTuple):
+  """The search state of each sentence still decoded (b of them), a `tf.while_loop` variable.
 
-  `fixed_size`: a cache of max_length positions written in place (static shapes,
-  for XLA); otherwise a growing cache, one position appended per step, so that a
-  step costs O(step) instead of O(max_length) (parsing decodes with input + 300
-  but writes ~2 x input tokens: 3x faster measured on 16 long test sentences).
-
-  The loop state is {"cache": the model's cache, "src_bias": [rows, 1, 1, S]}, one row
-  per hypothesis.
+  Also the form of the results (one row per sentence of the batch).
   """
+  done: tf.Tensor             # bool [b]: frozen (rule 4)
+  max_lengths: tf.Tensor      # int32 [b] [tokens, EOS included]
+  alive_seq: tf.Tensor        # int32 [b, k, T], 0 after the last written position
+  alive_log_probs: tf.Tensor  # float32 [b, k], NEG_INF for impossible hypotheses
+  finished_seq: tf.Tensor     # int32 [b, k, T], ending with EOS
+  finished_scores: tf.Tensor  # float32 [b, k] log P / lp, descending, NEG_INF when empty
+  steps: tf.Tensor            # int32 [b], decoding steps run
 
-  def __init__(self, model, memory, src_bias, max_length, fixed_size=False):
-    self.model, self.grow = model, not fixed_size
-    self.initial_state = {"cache": model.init_cache(memory, max_length if fixed_size else None),
-                          "src_bias": src_bias}
 
-  def __call__(self, seqs, i, state):
+class _LoopState(typing.NamedTuple):
+  i: tf.Tensor           # int32 scalar, the position decoded next
+  rows: tf.Tensor        # int32 [b], the sentence (row of the batch) of each active entry
+  active: BeamState      # the b sentences still decoded
+  results: BeamState     # the whole batch; a sentence's entry is written when it leaves
+  model_state: object    # the model interface's state, b * k rows
+  constraint_state: object
+
+
+class _Candidates(typing.NamedTuple):
+  """The best 2k one-token extensions of the alive beams, [b, 2k] each, best first."""
+  log_probs: tf.Tensor
+  tokens: tf.Tensor
+  beams: tf.Tensor
+  is_eos: tf.Tensor
+
+
+class _Search:
+  """The loop body's steps (rules 1-4 of the module docstring); see `search` for the args."""
+
+  def __init__(self, decoder, beam_size, n_best, alpha, eos_id, early_stop, compact, max_len,
+               constraint):
+    self.decoder, self.k, self.n_best, self.alpha = decoder, beam_size, n_best, alpha
+    self.eos_id, self.early_stop, self.compact = eos_id, early_stop, compact
+    self.constraint = constraint
+    self.vocab = decoder.vocab_size
+    self.num_candidates = min(2 * beam_size, beam_size * self.vocab)
+    self.positions = tf.range(max_len)
+
+  def write(self, seqs, i, tokens):
+    """seqs [b, k, T] with tokens [b, k] written at position i."""
+    return tf.where(tf.equal(self.positions, i)[None, None, :], tokens[:, :, None], seqs)
+
+  def grow_alive(self, active, i, model_state, constraint_state):
+    """Rule 1: one decoder step; the best 2k of the k x V one-token extensions."""
+    b, k = tf.shape(active.done)[0], self.k
+    seqs = tf.reshape(active.alive_seq, [b * k, -1])
     # Decoder input at position i: 0 (start) at i = 0, else the token at i - 1.
     prev = tf.gather(seqs, tf.maximum(i - 1, 0), axis=1) * tf.cast(i > 0, tf.int32)
-    logits, cache = self.model.decode_step(prev, i, state["cache"], state["src_bias"],
-                                           grow_cache=self.grow)
-    return logits, dict(state, cache=cache)
+    log_probs, model_state = self.decoder.step(prev, i, model_state)
+    if self.constraint is not None:
+      log_probs = tf.where(self.constraint.allowed(constraint_state), log_probs, NEG_INF)
+    candidates = active.alive_log_probs[:, :, None] + tf.reshape(log_probs, [b, k, self.vocab])
+    top_log_probs, top_index = tf.math.top_k(tf.reshape(candidates, [b, k * self.vocab]),
+                                             self.num_candidates)
+    top_tokens = top_index % self.vocab
+    return _Candidates(top_log_probs, top_tokens, top_index // self.vocab,
+                       tf.equal(top_tokens, self.eos_id)), model_state
 
-  @staticmethod
-  def gather(state, rows, source_rows=None):
-    """Rows `rows` (int32 [rows']) of the self-attention caches; the encoder-decoder keys and
-    values (`layers.MEMORY_KEY` in `Transformer.init_cache`) and `src_bias` are the same for every beam
-    of a sentence, so they are gathered (with `source_rows`) only when sentences leave the
-    batch, and otherwise kept as they are."""
-    def pick(tree, index):
-      return tf.nest.map_structure(lambda t: tf.gather(t, index, axis=0), tree)
+  def new_finished(self, active, top, i):
+    """Rule 2: EOS candidates among the best k merge into the finished beam (best k kept)."""
+    k = self.k
+    new_finished = tf.logical_and(top.is_eos[:, :k], top.log_probs[:, :k] > _VALID)
+    new_seq = self.write(tf.gather(active.alive_seq, top.beams[:, :k], batch_dims=1), i,
+                         top.tokens[:, :k])
+    new_scores = tf.where(new_finished, top.log_probs[:, :k] / length_penalty(i + 1, self.alpha),
+                          NEG_INF)
+    merged_scores = tf.concat([active.finished_scores, new_scores], 1)  # old first: ties keep old
+    merged_scores, merged_index = tf.math.top_k(merged_scores, k)
+    merged_seq = tf.gather(tf.concat([active.finished_seq, new_seq], 1), merged_index,
+                           batch_dims=1)
+    return merged_seq, merged_scores
 
-    def layer(value):
-      memory = value[MEMORY_KEY] if source_rows is None else pick(value[MEMORY_KEY], source_rows)
-      return dict(value, self=pick(value["self"], rows), **{MEMORY_KEY: memory})
+  def new_alive(self, active, top, i):
+    """Rule 3: the best k candidates not ending in EOS (top_k keeps the candidates' order
+    on ties, as one top-k over all of them would). Returns (seq, log_probs, beams, tokens)."""
+    alive_lp, pick = tf.math.top_k(tf.where(top.is_eos, 2.0 * NEG_INF, top.log_probs), self.k)
+    beams = tf.gather(top.beams, pick, batch_dims=1)
+    tokens = tf.gather(top.tokens, pick, batch_dims=1)
+    seq = self.write(tf.gather(active.alive_seq, beams, batch_dims=1), i, tokens)
+    return seq, alive_lp, beams, tokens
 
-    cache = {name: layer(value) for name, value in state["cache"].items()}
-    src_bias = state["src_bias"] if source_rows is None else tf.gather(state["src_bias"],
-                                                                        source_rows)
-    return {"cache": cache, "src_bias": src_bias}
+  def advance(self, active, i, alive, finished):
+    """Done sentences stay frozen; the others take the new beams; rule 4 marks the done."""
+    keep = active.done[:, None]
+    alive_seq = tf.where(keep[:, :, None], active.alive_seq, alive[0])
+    alive_log_probs = tf.where(keep, active.alive_log_probs, alive[1])
+    finished_seq = tf.where(keep[:, :, None], active.finished_seq, finished[0])
+    finished_scores = tf.where(keep, active.finished_scores, finished[1])
+    full = finished_scores[:, -1] > _VALID
+    at_max = i + 1 >= active.max_lengths
+    no_alive = alive_log_probs[:, 0] <= _VALID
+    done = active.done | full | at_max | no_alive
+    if self.early_stop:
+      bound = alive_log_probs[:, 0] / length_penalty(active.max_lengths, self.alpha)
+      nth = finished_scores[:, self.n_best - 1]
+      done = done | ((nth > _VALID) & (nth > bound))
+    return BeamState(done, active.max_lengths, alive_seq, alive_log_probs, finished_seq,
+                     finished_scores, active.steps + tf.cast(tf.logical_not(active.done), tf.int32))
 
+  def body(self, loop):
+    """One position for every active sentence: rules 1-4, then the state follows the beams."""
+    top, model_state = self.grow_alive(loop.active, loop.i, loop.model_state,
+                                       loop.constraint_state)
+    finished = self.new_finished(loop.active, top, loop.i)
+    alive_seq, alive_lp, alive_beam, alive_tokens = self.new_alive(loop.active, top, loop.i)
+    active = self.advance(loop.active, loop.i, (alive_seq, alive_lp), finished)
+    b = tf.shape(active.done)[0]
+    beam_rows = (tf.range(b) * self.k)[:, None] + alive_beam  # [b, k] rows of the new beams
+    loop = loop._replace(active=active)
+    if self.compact:
+      loop, beam_rows, alive_tokens, model_state = self.leave_batch(loop, beam_rows, alive_tokens,
+                                                                    model_state)
+    else:
+      model_state = self.decoder.reorder(model_state, tf.reshape(beam_rows, [-1]))
+    constraint_state = loop.constraint_state
+    if self.constraint is not None:
+      constraint_state = self.constraint.advance(
+          tf.nest.map_structure(lambda t: tf.gather(t, tf.reshape(beam_rows, [-1]), axis=0),
+                                constraint_state),
+          tf.reshape(alive_tokens, [-1]))
+    return loop._replace(i=loop.i + 1, model_state=model_state, constraint_state=constraint_state)
 
-class _UncachedSteps:
-  """Recomputes the full (teacher-forced) decoder on the prefix at every step."""
+  def leave_batch(self, loop, beam_rows, alive_tokens, model_state):
+    """Sentences that are done go to the results and leave the active batch; the model
+    state is reordered with the beams and, when some left, with the remaining sentences."""
+    done = loop.active.done
+    results = tf.nest.map_structure(
+        lambda out, x: tf.tensor_scatter_nd_update(out, tf.boolean_mask(loop.rows, done)[:, None],
+                                                   tf.boolean_mask(x, done)),
+        loop.results, loop.active)
+    stay = tf.cast(tf.reshape(tf.where(tf.logical_not(done)), [-1]), tf.int32)
+    active = tf.nest.map_structure(lambda x: tf.gather(x, stay), loop.active)
+    beam_rows = tf.gather(beam_rows, stay)
+    source_rows = tf.reshape(stay[:, None] * self.k + tf.range(self.k)[None, :], [-1])
+    model_state = tf.cond(
+        tf.reduce_any(done),
+        lambda: self.decoder.reorder(model_state, tf.reshape(beam_rows, [-1]), source_rows),
+        lambda: self.decoder.reorder(model_state, tf.reshape(beam_rows, [-1])))
+    loop = loop._replace(rows=tf.gather(loop.rows, stay), active=active, results=results)
+    return loop, beam_rows, tf.gather(alive_tokens, stay), model_state
 
-  def __init__(self, model, memory, src_bias, max_length, fixed_size=False):
-    del max_length, fixed_size
-    self.model = model
-    self.initial_state = {"memory": memory, "src_bias": src_bias}
-
-  def __call__(self, seqs, i, state):
-    # decode() shifts right, so logits[:, i] predict position i from seqs[:, :i + 1].
-    logits = self.model.decode(seqs[:, :i + 1], state["memory"], state["src_bias"])
-    return logits[:, -1], state
-
-  @staticmethod
-  def gather(state, rows, source_rows=None):
-    del rows  # memory and bias are the same for every beam of a sentence
-    if source_rows is None:
-      return state
-    return tf.nest.map_structure(lambda t: tf.gather(t, source_rows, axis=0), state)
-
-
-def _repeat_beams(x, beam_size):
-  """[batch, ...] -> [batch * beam_size, ...], each row repeated beam_size times."""
-  return tf.repeat(x, beam_size, axis=0)
+  def n_best_lists(self, results):
+    """The finished hypotheses (sorted), then unfinished ones if too few finished:
+    (ids int32 [batch, n_best, T], scores float32 [batch, n_best], -inf when missing)."""
+    num_finished = tf.reduce_sum(tf.cast(results.finished_scores > _VALID, tf.int32),
+                                 axis=1)[:, None]
+    slot = tf.range(self.n_best)[None, :]
+    pick = tf.where(slot < num_finished, slot, self.k + slot - num_finished)
+    alive_scores = results.alive_log_probs / length_penalty(results.max_lengths,
+                                                            self.alpha)[:, None]
+    scores = tf.gather(tf.concat([results.finished_scores, alive_scores], 1), pick, batch_dims=1)
+    ids = tf.gather(tf.concat([results.finished_seq, results.alive_seq], 1), pick, batch_dims=1)
+    valid = scores > _VALID
+    return tf.where(valid[:, :, None], ids, 0), tf.where(valid, scores, float("-inf"))
 
 
 def search(model, inputs, max_decode_length, alpha, beam_size=4, n_best=None, eos_id=EOS_ID,
@@ -182,10 +275,11 @@ def search(model, inputs, max_decode_length, alpha, beam_size=4, n_best=None, eo
   Speed (no result depends on it, tested): finished sentences leave the batch (not with
   `static_max_length`: XLA needs static shapes); one top-k of 2 x beam_size candidates
   serves rules 2 and 3 (at most beam_size of them end in EOS, one per hypothesis).
+  The settings' ranges are checked by `decoding.config.DecodeConfig`, not here.
 
   Args:
-    model: a `Transformer` (needs `encode`, `init_cache`, `decode_step`, `decode`,
-      `vocab_size`).
+    model: a `Transformer`, or an object implementing the model interface itself
+      (`decoding.model_interface.decoder_for`, e.g. an ensemble).
     inputs: int32 [batch, src_len] source ids, 0-padded, each ending with EOS.
     max_decode_length: int32 [batch] (or scalar) maximum output length per
       sentence [tokens, EOS included].
@@ -211,144 +305,40 @@ def search(model, inputs, max_decode_length, alpha, beam_size=4, n_best=None, eo
       (only when fewer than n_best token sequences exist).
     steps: with return_steps.
   """
-  n_best = n_best or beam_size
-  if not 1 <= n_best <= beam_size:
-    raise ValueError(f"n_best must be in [1, beam_size={beam_size}], got {n_best}")
-  k = beam_size
-  compact = static_max_length is None
+  k, n_best = beam_size, n_best or beam_size
   inputs = tf.convert_to_tensor(inputs, tf.int32)
   batch = tf.shape(inputs)[0]
   max_lengths = tf.broadcast_to(tf.cast(max_decode_length, tf.int32), [batch])
   if static_max_length is not None:
     max_len = int(static_max_length)
     max_lengths = tf.minimum(max_lengths, max_len)
+    seq_shape = [batch, k, max_len]
   else:
     max_len = tf.reduce_max(tf.concat([max_lengths, [1]], 0))
-  alpha = tf.cast(alpha, tf.float32)
-  vocab = model.vocab_size
-  num_candidates = min(2 * k, k * vocab)
-
-  memory, src_bias = model.encode(inputs, training=False)
-  step_cls = _CachedSteps if cached else _UncachedSteps
-  step_fn = step_cls(model, _repeat_beams(memory, k), _repeat_beams(src_bias, k), max_len,
-                     fixed_size=static_max_length is not None)
-
-  seq_shape = tf.stack([batch, k, max_len]) if static_max_length is None else [batch, k, max_len]
-  positions = tf.range(max_len)
-  beam_range = tf.range(k)
+    seq_shape = tf.stack([batch, k, max_len])
+  decoder = model_interface.decoder_for(model, cached, fixed_size=static_max_length is not None)
+  steps = _Search(decoder, k, n_best, tf.cast(alpha, tf.float32), eos_id, early_stop,
+                  static_max_length is None, max_len, constraint)
   # Only beam 0 is real at the start; the others are copies that must not be chosen.
   initial_log_probs = tf.constant([[0.0] + [NEG_INF] * (k - 1)])
-  constraint_state = () if constraint is None else constraint.start(inputs, k, max_lengths)
-
-  def write(seqs, i, tokens):
-    """seqs [b, k, T] with tokens [b, k] written at position i."""
-    return tf.where(tf.equal(positions, i)[None, None, :], tokens[:, :, None], seqs)
-
-  def body(i, rows, active, results, state, constraint_state):
-    # rows: the sentence (index into the batch) of each active row, int32 [b'];
-    # active: per active sentence (done, max_lengths, alive_seq, alive_log_probs,
-    #   finished_seq, finished_scores, steps); results: the same for the whole batch,
-    #   written when a sentence leaves (with `compact`) or at the end.
-    done, lengths, alive_seq, alive_log_probs, finished_seq, finished_scores, steps = active
-    b = tf.shape(rows)[0]
-    steps += tf.cast(tf.logical_not(done), tf.int32)
-    logits, new_state = step_fn(tf.reshape(alive_seq, [b * k, -1]), i, state)
-    log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))
-    if constraint is not None:
-      log_probs = tf.where(constraint.allowed(constraint_state), log_probs, NEG_INF)
-    candidates = alive_log_probs[:, :, None] + tf.reshape(log_probs, [b, k, vocab])
-    top_log_probs, top_index = tf.math.top_k(tf.reshape(candidates, [b, k * vocab]),
-                                             num_candidates)
-    top_tokens = top_index % vocab
-    top_beams = top_index // vocab
-    top_is_eos = tf.equal(top_tokens, eos_id)
-
-    # Rule 2: EOS candidates among the best k are finalized.
-    new_finished = tf.logical_and(top_is_eos[:, :k], top_log_probs[:, :k] > _VALID)
-    new_seq = write(tf.gather(alive_seq, top_beams[:, :k], batch_dims=1), i, top_tokens[:, :k])
-    new_scores = tf.where(new_finished, top_log_probs[:, :k] / length_penalty(i + 1, alpha), NEG_INF)
-    merged_scores = tf.concat([finished_scores, new_scores], 1)  # old first: ties keep old
-    merged_scores, merged_index = tf.math.top_k(merged_scores, k)
-    merged_seq = tf.gather(tf.concat([finished_seq, new_seq], 1), merged_index, batch_dims=1)
-
-    # Rule 3: the alive beam is the best k candidates that do not end in EOS (top_k keeps
-    # the candidates' order on ties, as one top-k over all of them would).
-    alive_lp, pick = tf.math.top_k(tf.where(top_is_eos, 2.0 * NEG_INF, top_log_probs), k)
-    alive_beam = tf.gather(top_beams, pick, batch_dims=1)
-    alive_tokens = tf.gather(top_tokens, pick, batch_dims=1)
-    grown_seq = write(tf.gather(alive_seq, alive_beam, batch_dims=1), i, alive_tokens)
-
-    # Done sentences are frozen.
-    keep = done[:, None]
-    alive_seq = tf.where(keep[:, :, None], alive_seq, grown_seq)
-    alive_log_probs = tf.where(keep, alive_log_probs, alive_lp)
-    finished_seq = tf.where(keep[:, :, None], finished_seq, merged_seq)
-    finished_scores = tf.where(keep, finished_scores, merged_scores)
-
-    # Rule 4.
-    full = finished_scores[:, -1] > _VALID
-    at_max = i + 1 >= lengths
-    no_alive = alive_log_probs[:, 0] <= _VALID
-    done = done | full | at_max | no_alive
-    if early_stop:
-      bound = alive_log_probs[:, 0] / length_penalty(lengths, alpha)
-      nth = finished_scores[:, n_best - 1]
-      done = done | ((nth > _VALID) & (nth > bound))
-    active = (done, lengths, alive_seq, alive_log_probs, finished_seq, finished_scores, steps)
-
-    # The cache follows the beams; sentences that are done leave the batch.
-    beam_rows = (tf.range(b) * k)[:, None] + alive_beam  # [b, k] rows of the new beams
-    if compact:
-      results = tf.nest.map_structure(
-          lambda out, x: tf.tensor_scatter_nd_update(out, tf.boolean_mask(rows, done)[:, None],
-                                                     tf.boolean_mask(x, done)), results, active)
-      stay = tf.cast(tf.reshape(tf.where(tf.logical_not(done)), [-1]), tf.int32)
-      rows = tf.gather(rows, stay)
-      active = tf.nest.map_structure(lambda x: tf.gather(x, stay), active)
-      beam_rows = tf.gather(beam_rows, stay)
-      source_rows = tf.reshape(stay[:, None] * k + beam_range[None, :], [-1])
-      new_state = tf.cond(
-          tf.reduce_any(done),
-          lambda: step_fn.gather(new_state, tf.reshape(beam_rows, [-1]), source_rows),
-          lambda: step_fn.gather(new_state, tf.reshape(beam_rows, [-1])))
-    else:
-      new_state = step_fn.gather(new_state, tf.reshape(beam_rows, [-1]))
-    if constraint is not None:
-      alive_tokens = tf.gather(alive_tokens, stay) if compact else alive_tokens
-      constraint_state = constraint.advance(
-          tf.nest.map_structure(lambda t: tf.gather(t, tf.reshape(beam_rows, [-1]), axis=0),
-                                constraint_state),
-          tf.reshape(alive_tokens, [-1]))
-    return i + 1, rows, active, results, new_state, constraint_state
-
-  def cond(i, rows, active, *unused):
-    return tf.logical_and(i < max_len, tf.logical_not(tf.reduce_all(active[0])))
-
-  active = (max_lengths <= 0, max_lengths, tf.zeros(seq_shape, tf.int32),
-            tf.tile(initial_log_probs, [batch, 1]), tf.zeros(seq_shape, tf.int32),
-            tf.fill([batch, k], NEG_INF), tf.zeros([batch], tf.int32))
-  loop_vars = (tf.constant(0), tf.range(batch), active, active, step_fn.initial_state,
-               constraint_state)
+  active = BeamState(max_lengths <= 0, max_lengths, tf.zeros(seq_shape, tf.int32),
+                     tf.tile(initial_log_probs, [batch, 1]), tf.zeros(seq_shape, tf.int32),
+                     tf.fill([batch, k], NEG_INF), tf.zeros([batch], tf.int32))
+  loop = _LoopState(tf.constant(0), tf.range(batch), active, active,
+                    decoder.start(inputs, k, max_len),
+                    () if constraint is None else constraint.start(inputs, k, max_lengths))
   # Shapes keep their rank; the batch (and the growing cache's length) may vary.
-  invariants = tf.nest.map_structure(lambda t: tf.TensorShape([None] * t.shape.rank), loop_vars)
-  _, rows, active, results, _, _ = tf.while_loop(
-      cond, body, loop_vars, shape_invariants=invariants, maximum_iterations=max_len)
-  # Sentences still in the batch (all of them without `compact`) go to the outputs.
+  invariants = tf.nest.map_structure(lambda t: tf.TensorShape([None] * t.shape.rank), loop)
+  loop = tf.while_loop(
+      lambda loop: tf.logical_and(loop.i < max_len, tf.logical_not(tf.reduce_all(loop.active.done))),
+      lambda loop: (steps.body(loop),), (loop,), shape_invariants=(invariants,),
+      maximum_iterations=max_len)[0]
+  # Sentences still in the batch (all of them without compaction) go to the outputs.
   results = tf.nest.map_structure(
-      lambda out, x: tf.tensor_scatter_nd_update(out, rows[:, None], x), results, active)
-  _, _, alive_seq, alive_log_probs, finished_seq, finished_scores, steps = results
-
-  # n-best: the finished hypotheses (sorted), then unfinished ones if too few finished.
-  num_finished = tf.reduce_sum(tf.cast(finished_scores > _VALID, tf.int32), axis=1)[:, None]
-  slot = tf.range(n_best)[None, :]
-  pick = tf.where(slot < num_finished, slot, k + slot - num_finished)
-  alive_scores = alive_log_probs / length_penalty(max_lengths, alpha)[:, None]
-  scores = tf.gather(tf.concat([finished_scores, alive_scores], 1), pick, batch_dims=1)
-  ids = tf.gather(tf.concat([finished_seq, alive_seq], 1), pick, batch_dims=1)
-  valid = scores > _VALID
-  scores = tf.where(valid, scores, float("-inf"))
-  ids = tf.where(valid[:, :, None], ids, 0)
-  return (ids, scores, steps) if return_steps else (ids, scores)
+      lambda out, x: tf.tensor_scatter_nd_update(out, loop.rows[:, None], x),
+      loop.results, loop.active)
+  ids, scores = steps.n_best_lists(results)
+  return (ids, scores, results.steps) if return_steps else (ids, scores)
 
 
 class BeamSearchDecoder(tf.Module):
@@ -377,7 +367,7 @@ class BeamSearchDecoder(tf.Module):
     (ids int32 [batch, n_best, T], scores float32 [batch, n_best]), see `search`.
 
   Raises:
-    ValueError: jit_compile without static_max_length, bad n_best.
+    ValueError: jit_compile without static_max_length.
   """
 
   def __init__(self, model, beam_size=4, n_best=None, eos_id=EOS_ID, early_stop=True,
@@ -386,12 +376,8 @@ class BeamSearchDecoder(tf.Module):
     super().__init__(name=name)
     if jit_compile and static_max_length is None:
       raise ValueError("jit_compile=True needs static_max_length (XLA needs static shapes)")
-    if beam_size < 1:
-      raise ValueError(f"beam_size must be >= 1, got {beam_size}")
     self._model_ref = weakref.ref(model)  # cached decoders must not keep models alive
     self.beam_size, self.n_best = beam_size, n_best or beam_size
-    if not 1 <= self.n_best <= beam_size:
-      raise ValueError(f"n_best must be in [1, beam_size={beam_size}], got {n_best}")
     options = dict(beam_size=beam_size, n_best=self.n_best, eos_id=eos_id, early_stop=early_stop,
                    static_max_length=static_max_length, cached=cached, constraint=constraint)
     signature = [tf.TensorSpec([None, None], tf.int32, name="inputs"),
@@ -462,10 +448,8 @@ def beam_search(model, inputs, beam_size=4, alpha=0.6, max_decode_length=None, e
     scores: float32 [batch, n_best], log P(Y|X) / lp(Y), descending.
 
   Raises:
-    ValueError: alpha < 0, bad n_best, jit_compile without static_max_length.
+    ValueError: jit_compile without static_max_length.
   """
-  if alpha < 0:
-    raise ValueError(f"alpha must be >= 0 (early termination assumes it), got {alpha}")
   inputs, lengths = _lengths(inputs, max_decode_length, decode_extra_length)
   decoder = get_decoder(model, beam_size=beam_size, n_best=n_best, eos_id=eos_id,
                         early_stop=early_stop, static_max_length=static_max_length,

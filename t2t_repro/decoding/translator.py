@@ -49,7 +49,7 @@ class Translator:
   """Text -> text with one model: batch by length, beam search, input order, detokenize.
 
   Args:
-    model: a `Transformer` with restored weights.
+    model: a `Transformer` with restored weights, or a `decoding.ensemble.Ensemble`.
     tokenizer: its `data.vocab.Tokenizer`.
     config: a `DecodeConfig`.
     constraint: None, or a beam-search constraint (`beam_search.search`), e.g.
@@ -149,16 +149,20 @@ class Translator:
         inputs[row, :len(ids[j])] = ids[j]
       yield batch, inputs
 
-  def nbest(self, lines, progress=False):
+  def nbest(self, lines, progress=False, return_ids=False):
     """Decodes sentences and returns their n-best lists.
 
     Args:
       lines: list of str source sentences (stripped here); blank ones are not decoded.
       progress: a Keras Progbar (sentences) on stderr.
+      return_ids: also return each hypothesis's token ids.
 
     Returns:
       list (one per line, input order) of `config.n_best` (score, text) pairs, best
-      first, score = log P(Y|X) / lp(Y); a blank line gives [(0.0, "")].
+      first, score = log P(Y|X) / lp(Y); a blank line gives [(0.0, "")]. With
+      return_ids, (score, text, ids) triples: ids int32 numpy [len], the hypothesis
+      up to and including its EOS (no EOS if cut at the maximum length); a blank
+      line gives [(0.0, "", [])].
 
     Raises:
       ValueError: `config.max_input_length` + decode_extra_length exceeds the model's
@@ -166,7 +170,8 @@ class Translator:
     """
     n_best = self.config.n_best
     lines = [line.strip() for line in lines]
-    results = [[(0.0, "")] for _ in lines]
+    results = [[(0.0, "", np.zeros([0], np.int32)) if return_ids else (0.0, "")]
+               for _ in lines]
     todo = [i for i, line in enumerate(lines) if line]
     ids = self.bound_lengths(self.encode([lines[i] for i in todo]) if todo else [],
                              [i + 1 for i in todo])
@@ -176,9 +181,10 @@ class Translator:
       out_ids, scores = self.decode_batch(inputs)
       texts = self.tokenizer.decode(tf.reshape(out_ids, [len(batch) * n_best, -1])).numpy()
       texts = np.reshape(texts, [len(batch), n_best])
-      scores = scores.numpy()
+      scores, out_ids = scores.numpy(), out_ids.numpy()
       for row, j in enumerate(batch):
         results[todo[j]] = [(float(scores[row, r]), _one_line(texts[row, r]))
+                            + ((_until_eos(out_ids[row, r]),) if return_ids else ())
                             for r in range(n_best)]
       done += len(batch)
       if bar is not None:
@@ -194,11 +200,18 @@ class Translator:
     return [hyps[0][1] for hyps in self.nbest(lines, progress)]
 
 
+def _until_eos(ids):
+  """int32 [T] 0-padded ids -> the ids up to and including the first EOS (all if none)."""
+  eos = np.flatnonzero(ids == EOS_ID)
+  return ids[:eos[0] + 1] if eos.size else ids[ids != PAD_ID]
+
+
 def _one_line(text):
   """Decoded bytes -> one line of text."""
   return text.decode("utf-8").replace("\r", " ").replace("\n", " ")
 
 
 def format_nbest(nbest):
-  """n-best lists -> lines "i<TAB>score<TAB>text" (i the 0-based input line, score %.4f)."""
-  return [f"{i}\t{score:.4f}\t{text}" for i, hyps in enumerate(nbest) for score, text in hyps]
+  """n-best lists (of `Translator.nbest`, with or without ids) -> lines
+  "i<TAB>score<TAB>text" (i the 0-based input line, score %.4f)."""
+  return [f"{i}\t{hyp[0]:.4f}\t{hyp[1]}" for i, hyps in enumerate(nbest) for hyp in hyps]

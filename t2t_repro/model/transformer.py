@@ -219,6 +219,28 @@ class Transformer(keras.Model):
                            MEMORY_KEY: layer.memory_attention.memory_kv(memory)}
     return cache
 
+  def reorder_cache(self, cache, rows, source_rows=None):
+    """The cache of the hypotheses `rows` (beam search's reorder).
+
+    Args:
+      cache: from `init_cache` / `decode_step`, first axis the hypotheses.
+      rows: int32 [rows']: the self-attention keys/values of row rows[j] become row j.
+      source_rows: None, or int32 [rows']: the rows of the encoder-decoder keys/values
+        to keep. They are equal for every beam of a sentence, so they change only when
+        sentences leave the batch (None: kept as they are, no copy).
+
+    Returns:
+      the reordered cache, same structure.
+    """
+    def pick(tree, index):
+      return tf.nest.map_structure(lambda t: tf.gather(t, index, axis=0), tree)
+
+    def layer(value):
+      memory = value[MEMORY_KEY] if source_rows is None else pick(value[MEMORY_KEY], source_rows)
+      return {"self": pick(value["self"], rows), MEMORY_KEY: memory}
+
+    return {name: layer(value) for name, value in cache.items()}
+
   def decode_step(self, ids, step, cache, src_bias, grow_cache=False):
     """One incremental decoding step with cached keys and values.
 

@@ -16,12 +16,11 @@ import os
 import sys
 import time
 
-import tensorflow as tf
-
 from t2t_repro import cli, fileio
 from t2t_repro.data import text_files
 from t2t_repro import hparams as hparams_lib
 from t2t_repro.decoding.translator import DecodeConfig, Translator
+from t2t_repro.decoding.loading import load_models, split_names
 from t2t_repro.parsing import evalb
 from t2t_repro.parsing import prepare as prepare_lib
 from t2t_repro.parsing import treebank
@@ -29,7 +28,6 @@ from t2t_repro.parsing import trees as trees_lib
 from t2t_repro.parsing.bracket_vocab import learn_bracket_vocab, piece_stats, pieces, tree_constraint
 from t2t_repro.parsing.prepare import read_data_stats
 from t2t_repro.training.api import train
-from t2t_repro.training.checkpoints import load_for_inference
 from t2t_repro.training.config import TrainConfig, with_args
 
 # Padded source pieces per decoding batch (each row decodes beam_size = 21 hypotheses).
@@ -334,6 +332,9 @@ def decode_model_dir(model_dir, data_dir, splits, *, beam_size=None,
       each row decodes beam_size hypotheses).
     max_sentences: see ``decode_split``.
     checkpoint_path: None (latest) or a checkpoint prefix.
+      Ensembles (`decoding.loading.load_models`): model_dir and/or checkpoint_path may
+      be comma-separated lists; the outputs then go to the first model dir, and the
+      entry's "step" is the list of the checkpoints' steps.
     constrained: decode with ``TreeConstraint`` (well-formed trees only).
 
   Returns:
@@ -341,16 +342,19 @@ def decode_model_dir(model_dir, data_dir, splits, *, beam_size=None,
 
   Raises:
     FileNotFoundError: no model / checkpoint in model_dir (see
-      ``load_for_inference``), or a split's files or stats.json are missing.
-    ValueError: stats.json from an older prepare (``read_data_stats``), or a
-      decoding setting out of range.
+      ``load_models``), or a split's files or stats.json are missing.
+    ValueError: stats.json from an older prepare (``read_data_stats``), a
+      decoding setting out of range, or models that do not form an ensemble
+      (``loading.EnsembleError``).
   """
-  checkpoint_path = checkpoint_path or tf.train.latest_checkpoint(model_dir)
-  model, hparams, tokenizer = load_for_inference(model_dir, checkpoint_path)
+  model_dirs = split_names(model_dir)
+  model, hparams, tokenizer, paths = load_models(model_dirs, split_names(checkpoint_path))
+  model_dir, checkpoint_path = model_dirs[0], ",".join(paths)
   config = DecodeConfig.resolve(hparams, beam_size=beam_size, alpha=alpha,
                                 decode_extra_length=decode_extra_length,
                                 batch_tokens=batch_tokens or DEFAULT_BATCH_TOKENS)
-  step = int(checkpoint_path.rsplit("-", 1)[1]) if checkpoint_path else -1
+  steps = [int(path.rsplit("-", 1)[1]) for path in paths]
+  step = steps[0] if len(steps) == 1 else steps
   print(f"decoding with {checkpoint_path} (step {step}): beam "
         f"{config.beam_size}, alpha {config.alpha}, max length "
         f"input + {config.decode_extra_length}", flush=True)

@@ -1,25 +1,21 @@
-"""Loading a trained model directory for inference (translate, export, averaging, plots).
+"""Checkpoint files of a model directory: restoring weights, disk-full handling, leftovers.
 
 Model directory layout (docs/DESIGN.md): `hparams.json` (HParams.to_json()),
 `vocab.model` (sentencepiece), checkpoints `ckpt-N.index` / `ckpt-N.data-*` and the
 `checkpoint` state file of a `tf.train.CheckpointManager` over
-`tf.train.Checkpoint(model=..., optimizer=..., [step=...])`.
+`tf.train.Checkpoint(model=..., optimizer=..., [step=...])`. Loading a model dir for
+inference: `t2t_repro.decoding.loading`.
 """
 
 import errno
 import glob
-import json
 import os
 import shutil
 
-import keras
 import tensorflow as tf
 
 from t2t_repro import fileio
 from t2t_repro.data.text_files import DataError
-from t2t_repro.data.vocab import Tokenizer
-from t2t_repro.hparams import HParams
-from t2t_repro.model.transformer import Transformer
 
 
 class DiskFullError(DataError):
@@ -123,53 +119,3 @@ def write_weights_model_dir(model, step, source_dir, output_dir, info_name, info
   fileio.write_json(os.path.join(output_dir, info_name), info)
   return path
 
-
-INFERENCE_DTYPES = ("float32", "bfloat16")
-
-
-def load_for_inference(model_dir, checkpoint_path=None, inference_dtype="float32"):
-  """Builds the model of `model_dir` and restores its weights (no optimizer).
-
-  Args:
-    model_dir: a model directory (see the module docstring).
-    checkpoint_path: a checkpoint prefix such as `{model_dir}/ckpt-1000`; None
-      means the latest one of `model_dir`.
-    inference_dtype: "float32", or "bfloat16": the model computes its matmuls in
-      bfloat16 (Keras "mixed_bfloat16" policy: float32 weights, softmax, LayerNorm and
-      logits, as in mixed-precision training); BLEU change and speed: docs/BENCHMARKS.md.
-
-  Returns:
-    (model: `Transformer` with restored weights, hparams: `HParams`,
-     tokenizer: `data.vocab.Tokenizer` of `{model_dir}/vocab.model`).
-
-  Raises:
-    FileNotFoundError: hparams.json, vocab.model or the checkpoint is missing.
-    ValueError: hparams.json is invalid, or the checkpoint does not hold every
-      weight of this model (wrong model dir or hparams), see `restore_weights`; an
-      unknown inference_dtype.
-  """
-  if inference_dtype not in INFERENCE_DTYPES:
-    raise ValueError(f"inference_dtype must be one of {INFERENCE_DTYPES}, got {inference_dtype!r}")
-  hparams_path = os.path.join(model_dir, "hparams.json")
-  vocab_path = os.path.join(model_dir, "vocab.model")
-  for path in (hparams_path, vocab_path):
-    if not tf.io.gfile.exists(path):
-      raise FileNotFoundError(f"{path} does not exist (is {model_dir} a model dir?)")
-  with tf.io.gfile.GFile(hparams_path) as f:
-    hparams = HParams.from_dict(json.load(f), origin=hparams_path)
-  tokenizer = Tokenizer.from_file(vocab_path)
-  if checkpoint_path is None:
-    checkpoint_path = tf.train.latest_checkpoint(model_dir)
-    if checkpoint_path is None:
-      raise FileNotFoundError(f"no checkpoint in {model_dir} (no 'checkpoint' state file)")
-  elif not tf.io.gfile.exists(f"{checkpoint_path}.index"):
-    raise FileNotFoundError(f"checkpoint {checkpoint_path} does not exist (no .index file)")
-  policy = keras.mixed_precision.global_policy()
-  keras.mixed_precision.set_global_policy(
-      "mixed_bfloat16" if inference_dtype == "bfloat16" else "float32")
-  try:  # layers take the policy when they are built
-    model = Transformer.from_hparams(hparams)
-  finally:
-    keras.mixed_precision.set_global_policy(policy)
-  restore_weights(model, checkpoint_path)
-  return model, hparams, tokenizer
