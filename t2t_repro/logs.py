@@ -95,11 +95,15 @@ class _StderrFilter:
   def _copy(self):
     pending = b""  # an unfinished line: held briefly, C++ loggers write one line in pieces
     while True:
+      # Read before waiting: once `close` has set it, everything this process wrote is already
+      # in the pipe, so a wait that then finds the pipe empty proves it drained. (Checked after
+      # the wait, it could be set between an empty wait and the check, losing the last line.)
+      closing = self._closing
       if not select.select([self._read], [], [], 0.1)[0]:
         if pending:
           os.write(self.stderr_fd, pending)  # e.g. a progress bar redrawn with "\r"
           pending = b""
-        if self._closing:  # drained; a child process may still hold the pipe, do not wait
+        if closing:  # drained; a child process may still hold the pipe, do not wait for EOF
           return
         continue
       chunk = self._read.read(65536)

@@ -198,3 +198,31 @@ def test_finish_does_not_wait_for_a_child_holding_stderr():
   result = _run(["-c", script])
   assert result.returncode == 3 and result.stderr == "last line\n"
   assert time.monotonic() - started < 30  # not the child's 60 s
+
+
+def test_error_line_survives_a_saturated_cpu():
+  """The one-line error written just before `logs.finish` reaches stderr every time, even when
+  the filter's reader thread is starved (40 runs, 8 at a time, beside 2 busy processes)."""
+  # What `cli.run` does on a user error (its imports, absl and numpy, would only slow the test).
+  script = ("import sys\n"
+            "from t2t_repro import logs\n"
+            "logs.setup(['cmd'])\n"
+            "sys.stderr.write('cmd: error: --beam_size=0: must be >= 1\\n')\n"
+            "sys.stderr.flush()\n"
+            "logs.finish(2)\n")
+  env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+  busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+  results = []
+  try:
+    for _ in range(5):
+      runs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=env) for _ in range(8)]
+      results += [(run.wait(timeout=120), run.stderr.read()) for run in runs]
+      for run in runs:
+        run.stdout.close()
+        run.stderr.close()
+  finally:
+    for process in busy:
+      process.kill()
+      process.wait()
+  assert results == [(2, b"cmd: error: --beam_size=0: must be >= 1\n")] * 40
