@@ -24,6 +24,7 @@ lines every `--log_every_steps` updates, with no carriage returns or colour code
 
 import atexit
 import contextlib
+import logging
 import os
 import re
 import select
@@ -126,6 +127,16 @@ class _StderrFilter:
     self._thread.join(timeout=30.0)
 
 
+class _PlainFormatter(logging.Formatter):
+  """A log record as the command's other lines are written: the message alone for INFO,
+  `WARNING: message` / `ERROR: message` above it (absl's default prefixes the date, time,
+  thread id and file:line, `I1124 06:44:01.109879 139652478319488 train.py:348] ...`)."""
+
+  def format(self, record):
+    message = super().format(record)
+    return message if record.levelno < logging.WARNING else f"{record.levelname}: {message}"
+
+
 def _logged_by_library():
   """Whether the code that called the logging function being run lives in TensorFlow or Keras
   (the caller's frame: the first one outside logging modules and this file)."""
@@ -162,12 +173,12 @@ def setup(argv=None):
     _state["filter"] = _StderrFilter(level)
     atexit.register(_state["filter"].close)
   if not verbose:
-    import logging  # pylint: disable=import-outside-toplevel
     logging.getLogger("tensorflow").setLevel(logging.WARNING)
     # TensorFlow and Keras also log INFO through absl's logger ("Sharding callback duration").
     from absl import logging as absl_logging  # pylint: disable=import-outside-toplevel
     absl_logging.get_absl_logger().addFilter(  # (absl's own logger class, so import absl first)
         lambda record: record.levelno >= logging.WARNING or not _logged_by_library())
+    absl_logging.get_absl_handler().setFormatter(_PlainFormatter())
     warnings.filterwarnings("ignore", message="To make it possible to preserve tf.data options",
                             category=UserWarning)
 

@@ -9,7 +9,8 @@ the model's position table leaves after --decode_extra_length) is cut to it with
 logged warning that names the line, so no input line can exhaust memory. The
 decoding is `t2t_repro.decoding.translator.Translator`:
 sentences sorted by length, batched by --batch_tokens (padded source tokens per
-batch, rows x padded length), beam search; a Keras progress bar goes to stderr.
+batch, rows x padded length), beam search. Progress: on a terminal a Keras progress bar on
+stderr, otherwise one plain closing line (`translated N lines in H:MM:SS`).
 
 Decoding (§6.1): beam search with --beam_size and the GNMT length penalty
 --alpha (defaults: the model's hparams, paper 4 and 0.6), maximum output length
@@ -29,6 +30,7 @@ report to stdout after the translations (to stdout alone when --output_file is g
 
 import os
 import sys
+import time
 
 from t2t_repro import logs
 
@@ -37,6 +39,7 @@ if __name__ == "__main__":
 
 from absl import app  # pylint: disable=wrong-import-position
 from absl import flags  # pylint: disable=wrong-import-position
+from absl import logging  # pylint: disable=wrong-import-position
 
 from t2t_repro import cli, fileio  # pylint: disable=wrong-import-position
 from t2t_repro.decoding import config as decode_config  # pylint: disable=wrong-import-position
@@ -102,7 +105,11 @@ def main(argv):
     translator = translator_lib.Translator(model, tokenizer, config)
   except ValueError as e:
     raise cli.UsageError(str(e)) from None
-  nbest = translator.nbest(lines, FLAGS.progress)
+  started = time.monotonic()
+  # Keras's Progbar always redraws with "\r" and colour codes: on a terminal only.
+  nbest = translator.nbest(lines, FLAGS.progress and logs.stderr_is_terminal())
+  if FLAGS.progress and not logs.stderr_is_terminal():
+    logging.info("translated %d lines in %s", len(lines), logs.hms(time.monotonic() - started))
   out = translator_lib.format_nbest(nbest) if FLAGS.n_best else [hyps[0][1] for hyps in nbest]
   if FLAGS.output_file:
     fileio.write_lines(FLAGS.output_file, out)
