@@ -1,7 +1,8 @@
 """What the commands print: quiet TensorFlow, progress, startup and closing blocks.
 
-Every command calls `setup()` before TensorFlow is imported (as `python -m ...`
-only, never on import as a library). It silences what is not the user's business:
+`t2t_repro.launch` calls `setup()` for every command before the command, and so
+TensorFlow, is imported (never on import as a library). It silences what is not the
+user's business and gives every line one plain format:
 
 * TensorFlow's C++ log lines below `TF_CPP_MIN_LOG_LEVEL` (default here 2:
   warnings and errors are kept), including the ones TensorFlow prints before it
@@ -13,8 +14,11 @@ only, never on import as a library). It silences what is not the user's business
   those lines and passes everything else through unchanged.
 * TensorFlow's Python INFO logs ("Sharding callback duration", SavedModel
   export's function listings) and the tf.data options `UserWarning`.
+* absl log records are written as plain lines: the message for INFO, `WARNING: ...`
+  / `ERROR: ...` above (not absl's `I1124 06:44:01.109879 1396... file.py:348] ...`).
 
-`--verbosity=1` (absl's flag, `-v 1`) or `TF_CPP_MIN_LOG_LEVEL=0` shows everything.
+`--verbosity=1` (absl's flag, `-v 1`) or `TF_CPP_MIN_LOG_LEVEL=0` shows everything
+(`--verbosity=1` in absl's own format).
 
 Training output goes to stderr (stdout is left for data). On a terminal a keras
 `Progbar` shows progress; otherwise (a file, a pipe, a scheduler's log) plain

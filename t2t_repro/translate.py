@@ -28,29 +28,23 @@ log P(Y|X) / lp(Y) (%.4f); an empty input line gives one line `i<TAB>0.0000<TAB>
 report to stdout after the translations (to stdout alone when --output_file is given).
 """
 
-import os
 import sys
 import time
 
-from t2t_repro import logs
+from absl import app
+from absl import flags
+from absl import logging
 
-if __name__ == "__main__":
-  logs.setup()  # before TensorFlow is imported
-
-from absl import app  # pylint: disable=wrong-import-position
-from absl import flags  # pylint: disable=wrong-import-position
-from absl import logging  # pylint: disable=wrong-import-position
-
-from t2t_repro import cli, fileio  # pylint: disable=wrong-import-position
-from t2t_repro.decoding import config as decode_config  # pylint: disable=wrong-import-position
-from t2t_repro.decoding import translator as translator_lib  # pylint: disable=wrong-import-position
+from t2t_repro import cli, command_flags, fileio, logs
+from t2t_repro.decoding import config as decode_config
+from t2t_repro.decoding import translator as translator_lib
 
 FLAGS = flags.FLAGS
 
 
 def _define_flags():
-  flags.DEFINE_string("model_dir", None, "Model directory (hparams.json, vocab.model, checkpoints).")
-  flags.DEFINE_string("checkpoint_path", None, "Checkpoint prefix (default: latest of --model_dir).")
+  command_flags.define_model_dir()
+  command_flags.define_checkpoint_path()
   flags.DEFINE_string("input_file", None, "Source sentences, one per line (default: stdin).")
   flags.DEFINE_string("output_file", None, "Translations (default: stdout).")
   decode_config.define_flags(help_overrides={
@@ -67,10 +61,6 @@ def _define_flags():
                       "(default: the --ref file's extension if two letters, else 'de').")
 
 
-_FLAG_MINIMUM = {"batch_tokens": 1, "beam_size": 1, "max_input_length": 2, "n_best": 1,
-                 "decode_extra_length": 0, "alpha": 0}
-
-
 def _target_lang(ref_path):
   if FLAGS.tgt_lang:
     return FLAGS.tgt_lang
@@ -81,16 +71,8 @@ def _target_lang(ref_path):
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  if not FLAGS.model_dir:
-    raise app.UsageError("--model_dir is required")
   if FLAGS.evaluate and not FLAGS.ref:
     raise app.UsageError("--evaluate needs --ref")
-  if not os.path.isdir(FLAGS.model_dir):
-    raise cli.UsageError(f"--model_dir={FLAGS.model_dir} is not a folder")
-  for name, minimum in _FLAG_MINIMUM.items():
-    value = getattr(FLAGS, name)
-    if value is not None and value < minimum:
-      raise cli.UsageError(f"--{name}={value}: must be >= {minimum}")
   from t2t_repro import evaluate  # pylint: disable=import-outside-toplevel
   from t2t_repro.training.checkpoints import load_for_inference  # pylint: disable=import-outside-toplevel
   refs = [fileio.read_lines(path) for path in FLAGS.ref or []] if FLAGS.evaluate else []

@@ -1,4 +1,5 @@
-"""tools/average_checkpoints.py: element-wise mean of model weights, usable output model dir."""
+"""t2t_repro.average_checkpoints (tools/average_checkpoints.py): element-wise mean of model
+weights, usable output model dir."""
 
 import json
 import os
@@ -11,6 +12,7 @@ import tensorflow as tf
 
 from model_dir_util import make_model_dir
 from conftest import tool_path
+from t2t_repro import average_checkpoints
 from t2t_repro.decoding.translator import DecodeConfig, Translator
 from t2t_repro.training.checkpoints import load_for_inference
 
@@ -23,8 +25,8 @@ def model_dir(tmp_path_factory, shared_data_dir):
   return make_model_dir(tmp_path_factory.getbasetemp() / "tiny_model_dir", shared_data_dir)
 
 
-def test_average_of_two_is_elementwise_mean(tmp_path, model_dir, load_tool):
-  tool = load_tool("average_checkpoints")
+def test_average_of_two_is_elementwise_mean(tmp_path, model_dir):
+  tool = average_checkpoints
   assert tool.last_checkpoints(model_dir, 2) == [os.path.join(model_dir, "ckpt-5"),
                                                   os.path.join(model_dir, "ckpt-7")]
   assert tool.checkpoint_step(os.path.join(model_dir, "ckpt-5")) == 5
@@ -57,8 +59,8 @@ def test_average_of_two_is_elementwise_mean(tmp_path, model_dir, load_tool):
   assert out[0] and out[1] == ""
 
 
-def test_refuses_to_overwrite(tmp_path, model_dir, load_tool):
-  tool = load_tool("average_checkpoints")
+def test_refuses_to_overwrite(tmp_path, model_dir):
+  tool = average_checkpoints
   checkpoints = [os.path.join(model_dir, "ckpt-5"), os.path.join(model_dir, "ckpt-7")]
   with pytest.raises(ValueError, match="source folder"):
     tool.average_checkpoints(checkpoints, model_dir)

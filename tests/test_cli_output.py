@@ -112,8 +112,7 @@ def test_help_lists_every_problem_and_hparam_set():
 def test_plot_attention_help_is_quiet_and_lazy():
   result = _run([tool_path("plot_attention"), "--help"])
   assert "--model_dir" in result.stdout and result.stderr == ""
-  lazy = _run(["-c", "import runpy, sys; sys.argv = ['x']; "
-                     f"runpy.run_path({tool_path('plot_attention')!r}); "
+  lazy = _run(["-c", "import sys; import t2t_repro.plot_attention; "
                      "print('tensorflow' in sys.modules, 'matplotlib' in sys.modules)"])
   assert lazy.stdout.split() == ["False", "False"], lazy.stderr[-2000:]
 
