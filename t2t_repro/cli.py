@@ -1,7 +1,7 @@
 """How every command reports a user error: one line on stderr, an exit status, no traceback.
 
-Every command (train, translate, evaluate, export, summary, data.stats,
-data.download, tools/*.py) starts with `cli.run(main)` instead of `app.run(main)`.
+Every command (`t2t_repro.launch.COMMANDS`) starts with `cli.run(main)` instead of
+`app.run(main)`.
 An error the user can fix ends the command with ONE line on stderr,
 
     <command>: error: <message naming the flag, file and line>

@@ -33,20 +33,15 @@ of its batch and equals the translate CLI's. Loading needs only TensorFlow and
 import dataclasses
 import os
 
-from t2t_repro import logs
+import tensorflow as tf
+from absl import app
+from absl import flags
 
-if __name__ == "__main__":
-  logs.setup()  # before TensorFlow is imported
-
-import tensorflow as tf  # pylint: disable=wrong-import-position
-from absl import app  # pylint: disable=wrong-import-position
-from absl import flags  # pylint: disable=wrong-import-position
-
-from t2t_repro import cli, export_ctranslate2  # pylint: disable=wrong-import-position
-from t2t_repro.constants import EOS_ID, PAD_ID  # pylint: disable=wrong-import-position
-from t2t_repro.data import text_files  # pylint: disable=wrong-import-position
-from t2t_repro.decoding import config as decode_config  # pylint: disable=wrong-import-position
-from t2t_repro.decoding import translator as translator_lib  # pylint: disable=wrong-import-position
+from t2t_repro import cli, command_flags, export_ctranslate2
+from t2t_repro.constants import EOS_ID, PAD_ID
+from t2t_repro.data import text_files
+from t2t_repro.decoding import config as decode_config
+from t2t_repro.decoding import translator as translator_lib
 
 FLAGS = flags.FLAGS
 
@@ -198,10 +193,11 @@ def export_model(model_dir, export_dir, checkpoint_path=None, beam_size=None, al
 
 
 def _define_flags():
-  flags.DEFINE_string("model_dir", None, "Model directory (hparams.json, vocab.model, checkpoints).")
-  flags.DEFINE_string("checkpoint_path", None, "Checkpoint prefix (default: latest of --model_dir).")
+  command_flags.define_model_dir()
+  command_flags.define_checkpoint_path()
   flags.DEFINE_string("export_dir", None, "Output folder of the SavedModel, e.g. "
                       "/models/transformer/1 for TensorFlow Serving.")
+  flags.mark_flag_as_required("export_dir")
   decode_config.define_flags(
       names=("beam_size", "alpha", "decode_extra_length", "batch_tokens"),
       help_overrides={"batch_tokens": "SavedModel: source tokens (padding included) per chunk "
@@ -221,8 +217,6 @@ def _define_flags():
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  if not FLAGS.model_dir or not FLAGS.export_dir:
-    raise app.UsageError("--model_dir and --export_dir are required")
   if FLAGS.quantization and FLAGS.format != "ctranslate2":
     raise app.UsageError("--quantization needs --format=ctranslate2")
   if FLAGS.format == "ctranslate2":

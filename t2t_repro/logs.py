@@ -1,7 +1,8 @@
 """What the commands print: quiet TensorFlow, progress, startup and closing blocks.
 
-Every command calls `setup()` before TensorFlow is imported (as `python -m ...`
-only, never on import as a library). It silences what is not the user's business:
+`t2t_repro.launch` calls `setup()` for every command before the command, and so
+TensorFlow, is imported (never on import as a library). It silences what is not the
+user's business and gives every line one plain format:
 
 * TensorFlow's C++ log lines below `TF_CPP_MIN_LOG_LEVEL` (default here 2:
   warnings and errors are kept), including the ones TensorFlow prints before it
@@ -13,8 +14,11 @@ only, never on import as a library). It silences what is not the user's business
   those lines and passes everything else through unchanged.
 * TensorFlow's Python INFO logs ("Sharding callback duration", SavedModel
   export's function listings) and the tf.data options `UserWarning`.
+* absl log records are written as plain lines: the message for INFO, `WARNING: ...`
+  / `ERROR: ...` above (not absl's `I1124 06:44:01.109879 1396... file.py:348] ...`).
 
-`--verbosity=1` (absl's flag, `-v 1`) or `TF_CPP_MIN_LOG_LEVEL=0` shows everything.
+`--verbosity=1` (absl's flag, `-v 1`) or `TF_CPP_MIN_LOG_LEVEL=0` shows everything
+(`--verbosity=1` in absl's own format).
 
 Training output goes to stderr (stdout is left for data). On a terminal a keras
 `Progbar` shows progress; otherwise (a file, a pipe, a scheduler's log) plain
@@ -24,6 +28,7 @@ lines every `--log_every_steps` updates, with no carriage returns or colour code
 
 import atexit
 import contextlib
+import logging
 import os
 import re
 import select
@@ -95,11 +100,15 @@ class _StderrFilter:
   def _copy(self):
     pending = b""  # an unfinished line: held briefly, C++ loggers write one line in pieces
     while True:
+      # Read before waiting: once `close` has set it, everything this process wrote is already
+      # in the pipe, so a wait that then finds the pipe empty proves it drained. (Checked after
+      # the wait, it could be set between an empty wait and the check, losing the last line.)
+      closing = self._closing
       if not select.select([self._read], [], [], 0.1)[0]:
         if pending:
           os.write(self.stderr_fd, pending)  # e.g. a progress bar redrawn with "\r"
           pending = b""
-        if self._closing:  # drained; a child process may still hold the pipe, do not wait
+        if closing:  # drained; a child process may still hold the pipe, do not wait for EOF
           return
         continue
       chunk = self._read.read(65536)
@@ -120,6 +129,16 @@ class _StderrFilter:
     os.dup2(self.stderr_fd, 2)  # nothing of ours writes into the pipe any more
     self._closing = True
     self._thread.join(timeout=30.0)
+
+
+class _PlainFormatter(logging.Formatter):
+  """A log record as the command's other lines are written: the message alone for INFO,
+  `WARNING: message` / `ERROR: message` above it (absl's default prefixes the date, time,
+  thread id and file:line, `I1124 06:44:01.109879 139652478319488 train.py:348] ...`)."""
+
+  def format(self, record):
+    message = super().format(record)
+    return message if record.levelno < logging.WARNING else f"{record.levelname}: {message}"
 
 
 def _logged_by_library():
@@ -158,12 +177,12 @@ def setup(argv=None):
     _state["filter"] = _StderrFilter(level)
     atexit.register(_state["filter"].close)
   if not verbose:
-    import logging  # pylint: disable=import-outside-toplevel
     logging.getLogger("tensorflow").setLevel(logging.WARNING)
     # TensorFlow and Keras also log INFO through absl's logger ("Sharding callback duration").
     from absl import logging as absl_logging  # pylint: disable=import-outside-toplevel
     absl_logging.get_absl_logger().addFilter(  # (absl's own logger class, so import absl first)
         lambda record: record.levelno >= logging.WARNING or not _logged_by_library())
+    absl_logging.get_absl_handler().setFormatter(_PlainFormatter())
     warnings.filterwarnings("ignore", message="To make it possible to preserve tf.data options",
                             category=UserWarning)
 

@@ -10,15 +10,10 @@ token. FLOPs count multiply-adds as 2 and training as 3x the forward pass
 
 import math
 
-from t2t_repro import logs
+from absl import flags
 
-if __name__ == "__main__":
-  logs.setup()  # before TensorFlow is imported
-
-from absl import flags  # pylint: disable=wrong-import-position
-
-from t2t_repro import cli  # pylint: disable=wrong-import-position
-from t2t_repro import hparams as hparams_lib  # pylint: disable=wrong-import-position
+from t2t_repro import cli
+from t2t_repro import hparams as hparams_lib
 
 # Table 3 parameter counts (x1e6) of the sets that have one.
 PAPER_PARAMS_M = {"base": 65, "big": 213, "base_b_dk16": 58, "base_b_dk32": 60,

@@ -9,7 +9,8 @@ the model's position table leaves after --decode_extra_length) is cut to it with
 logged warning that names the line, so no input line can exhaust memory. The
 decoding is `t2t_repro.decoding.translator.Translator`:
 sentences sorted by length, batched by --batch_tokens (padded source tokens per
-batch, rows x padded length), beam search; a Keras progress bar goes to stderr.
+batch, rows x padded length), beam search. Progress: on a terminal a Keras progress bar on
+stderr, otherwise one plain closing line (`translated N lines in H:MM:SS`).
 
 Decoding (§6.1): beam search with --beam_size and the GNMT length penalty
 --alpha (defaults: the model's hparams, paper 4 and 0.6), maximum output length
@@ -39,32 +40,29 @@ averaged over heads: Pharaoh "i-j" pairs or a JSON object per line
 report to stdout after the translations (to stdout alone when --output_file is given).
 """
 
-import os
 import sys
+import time
 
-from t2t_repro import logs
+from absl import app
+from absl import flags
+from absl import logging
 
-if __name__ == "__main__":
-  logs.setup()  # before TensorFlow is imported
-
-from absl import app  # pylint: disable=wrong-import-position
-from absl import flags  # pylint: disable=wrong-import-position
-
-from t2t_repro import cli, fileio  # pylint: disable=wrong-import-position
-from t2t_repro.decoding import alignment  # pylint: disable=wrong-import-position
-from t2t_repro.decoding import config as decode_config  # pylint: disable=wrong-import-position
-from t2t_repro.decoding import loading  # pylint: disable=wrong-import-position
-from t2t_repro.decoding import translator as translator_lib  # pylint: disable=wrong-import-position
+from t2t_repro import cli, command_flags, fileio, logs
+from t2t_repro.decoding import alignment
+from t2t_repro.decoding import config as decode_config
+from t2t_repro.decoding import loading
+from t2t_repro.decoding import translator as translator_lib
 
 FLAGS = flags.FLAGS
 
 
 def _define_flags():
-  flags.DEFINE_string("model_dir", None, "Model directory (hparams.json, vocab.model, checkpoints); "
-                      "several, comma-separated, decode as one ensemble (one vocabulary).")
-  flags.DEFINE_string("checkpoint_path", None, "Checkpoint prefix (default: latest of --model_dir); "
-                      "several, comma-separated, form an ensemble (with one --model_dir, or "
-                      "one per model dir).")
+  command_flags.define_model_dir(
+      f"{command_flags.MODEL_DIR_HELP[:-1]}; several, comma-separated, decode as one "
+      "ensemble (one vocabulary).", several=True)
+  command_flags.define_checkpoint_path(
+      "Checkpoint prefix (default: latest of --model_dir); several, comma-separated, form "
+      "an ensemble (with one --model_dir, or one per model dir).")
   flags.DEFINE_string("input_file", None, "Source sentences, one per line (default: stdin).")
   flags.DEFINE_string("output_file", None, "Translations (default: stdout).")
   decode_config.define_flags(help_overrides={
@@ -89,10 +87,6 @@ def _define_flags():
                       "(default: the --ref file's extension if two letters, else 'de').")
 
 
-_FLAG_MINIMUM = {"batch_tokens": 1, "beam_size": 1, "max_input_length": 2, "n_best": 1,
-                 "decode_extra_length": 0, "alpha": 0}
-
-
 def _target_lang(ref_path):
   if FLAGS.tgt_lang:
     return FLAGS.tgt_lang
@@ -103,19 +97,10 @@ def _target_lang(ref_path):
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  if not FLAGS.model_dir:
-    raise app.UsageError("--model_dir is required")
   if FLAGS.evaluate and not FLAGS.ref:
     raise app.UsageError("--evaluate needs --ref")
   if bool(FLAGS.alignments) != bool(FLAGS.alignment_file):
     raise cli.UsageError("--alignments and --alignment_file go together")
-  for model_dir in loading.split_names(FLAGS.model_dir):
-    if not os.path.isdir(model_dir):
-      raise cli.UsageError(f"--model_dir={model_dir} is not a folder")
-  for name, minimum in _FLAG_MINIMUM.items():
-    value = getattr(FLAGS, name)
-    if value is not None and value < minimum:
-      raise cli.UsageError(f"--{name}={value}: must be >= {minimum}")
   from t2t_repro import evaluate  # pylint: disable=import-outside-toplevel
   refs = [fileio.read_lines(path) for path in FLAGS.ref or []] if FLAGS.evaluate else []
   lines = fileio.read_lines(FLAGS.input_file or "-")
@@ -134,7 +119,12 @@ def main(argv):
     alignment.check_layer(model, FLAGS.alignment_layer)
   except ValueError as e:
     raise cli.UsageError(str(e)) from None
-  nbest = translator.nbest(lines, FLAGS.progress, return_ids=bool(FLAGS.alignments))
+  started = time.monotonic()
+  # Keras's Progbar always redraws with "\r" and colour codes: on a terminal only.
+  progress = FLAGS.progress and logs.stderr_is_terminal()
+  nbest = translator.nbest(lines, progress, return_ids=bool(FLAGS.alignments))
+  if FLAGS.progress and not progress:
+    logging.info("translated %d lines in %s", len(lines), logs.hms(time.monotonic() - started))
   if FLAGS.alignments:
     fileio.write_lines(FLAGS.alignment_file, alignment.alignment_lines(
         translator, lines, nbest, FLAGS.alignments, FLAGS.alignment_layer))

@@ -1,7 +1,6 @@
 """Shared pytest fixtures."""
 
 import dataclasses
-import importlib.util
 import os
 import subprocess
 import sys
@@ -42,17 +41,6 @@ def fixture_ptb_dir(shared_data_dir):
 def tool_path(name):
   """Path of the command-line tool tools/NAME.py."""
   return os.path.join(_REPO_ROOT, "tools", f"{name}.py")
-
-
-@pytest.fixture(scope="session")
-def load_tool():
-  """Returns a function that imports tools/NAME.py as a module (tools/ is not a package)."""
-  def load(name):
-    spec = importlib.util.spec_from_file_location(name, tool_path(name))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-  return load
 
 
 @pytest.fixture(scope="session")

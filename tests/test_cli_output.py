@@ -15,6 +15,7 @@ import pytest
 import tensorflow as tf
 
 from conftest import tool_path
+from model_dir_util import make_model_dir
 from t2t_repro import hparams as hparams_lib
 from t2t_repro import logs
 from t2t_repro.data.problems import list_problems
@@ -111,8 +112,7 @@ def test_help_lists_every_problem_and_hparam_set():
 def test_plot_attention_help_is_quiet_and_lazy():
   result = _run([tool_path("plot_attention"), "--help"])
   assert "--model_dir" in result.stdout and result.stderr == ""
-  lazy = _run(["-c", "import runpy, sys; sys.argv = ['x']; "
-                     f"runpy.run_path({tool_path('plot_attention')!r}); "
+  lazy = _run(["-c", "import sys; import t2t_repro.plot_attention; "
                      "print('tensorflow' in sys.modules, 'matplotlib' in sys.modules)"])
   assert lazy.stdout.split() == ["False", "False"], lazy.stderr[-2000:]
 
@@ -198,3 +198,61 @@ def test_finish_does_not_wait_for_a_child_holding_stderr():
   result = _run(["-c", script])
   assert result.returncode == 3 and result.stderr == "last line\n"
   assert time.monotonic() - started < 30  # not the child's 60 s
+
+
+def test_error_line_survives_a_saturated_cpu():
+  """The one-line error written just before `logs.finish` reaches stderr every time, even when
+  the filter's reader thread is starved (40 runs, 8 at a time, beside 2 busy processes)."""
+  # What `cli.run` does on a user error (its imports, absl and numpy, would only slow the test).
+  script = ("import sys\n"
+            "from t2t_repro import logs\n"
+            "logs.setup(['cmd'])\n"
+            "sys.stderr.write('cmd: error: --beam_size=0: must be >= 1\\n')\n"
+            "sys.stderr.flush()\n"
+            "logs.finish(2)\n")
+  env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+  busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+  results = []
+  try:
+    for _ in range(5):
+      runs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=env) for _ in range(8)]
+      results += [(run.wait(timeout=120), run.stderr.read()) for run in runs]
+      for run in runs:
+        run.stdout.close()
+        run.stderr.close()
+  finally:
+    for process in busy:
+      process.kill()
+      process.wait()
+  assert results == [(2, b"cmd: error: --beam_size=0: must be >= 1\n")] * 40
+
+
+def test_log_records_are_plain_lines():
+  """The project's absl INFO/WARNING lines have the command's plain format; -v 1 keeps absl's."""
+  script = ("from t2t_repro import logs\n"
+            "logs.setup()\n"
+            "from absl import logging\n"
+            "from t2t_repro import cli\n"
+            "def main(argv):\n"
+            "  logging.info('starting at step %d', 0)\n"
+            "  logging.warning('only %d checkpoints', 3)\n"
+            "  logging.debug('hidden')\n"
+            "cli.run(main, 'cmd')\n")
+  plain = _run(["-c", script])
+  assert plain.returncode == 0 and plain.stderr == "starting at step 0\nWARNING: only 3 checkpoints\n"
+  verbose = _run(["-c", script, "-v", "1"])
+  assert re.fullmatch(r"I\d{4} [\d:.]+ \d+ <string>:6\] starting at step 0\n"
+                      r"W\d{4} [\d:.]+ \d+ <string>:7\] only 3 checkpoints\n"
+                      r"I\d{4} [\d:.]+ \d+ <string>:8\] hidden\n", verbose.stderr), verbose.stderr
+
+
+def test_translate_log_is_plain(tmp_path_factory, shared_data_dir):
+  """translate with stderr redirected: no Progbar redraws or colour codes, plain lines only."""
+  model_dir = make_model_dir(tmp_path_factory.getbasetemp() / "tiny_model_dir", shared_data_dir)
+  result = _run(["-m", "t2t_repro.translate", f"--model_dir={model_dir}", "--beam_size=1"],
+                input="A man .\n\nTwo dogs run .\n")
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert len(result.stdout.split("\n")) == 4
+  assert "\r" not in result.stderr and not ANSI.search(result.stderr), result.stderr
+  assert re.fullmatch(r"translated 3 lines in 0:00:\d\d\n", result.stderr), result.stderr

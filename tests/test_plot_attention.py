@@ -1,5 +1,6 @@
-"""tools/plot_attention.py writes the three heatmaps as PNG files."""
+"""t2t_repro.plot_attention (tools/plot_attention.py) writes the three heatmaps as PNG files."""
 
+import importlib
 import os
 
 import pytest
@@ -12,8 +13,8 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture(scope="module")
-def tool(load_tool):
-  return load_tool("plot_attention")
+def tool():
+  return importlib.import_module("t2t_repro.plot_attention")
 
 
 @pytest.fixture(scope="module")

@@ -36,15 +36,10 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from t2t_repro import logs
+from absl import app, flags, logging
 
-if __name__ == "__main__":
-  logs.setup()  # before TensorFlow is imported
-
-from absl import app, flags, logging  # pylint: disable=wrong-import-position
-
-from t2t_repro import cli, fileio  # pylint: disable=wrong-import-position
-from t2t_repro.data import problems, text_files  # pylint: disable=wrong-import-position
+from t2t_repro import cli, fileio
+from t2t_repro.data import problems, text_files
 
 FLAGS = flags.FLAGS
 

@@ -19,16 +19,11 @@ import dataclasses
 import sys
 import time
 
-from t2t_repro import logs
+import numpy as np
+from absl import flags
 
-if __name__ == "__main__":
-  logs.setup()  # before TensorFlow is imported
-
-import numpy as np  # pylint: disable=wrong-import-position
-from absl import flags  # pylint: disable=wrong-import-position
-
-from t2t_repro import cli  # pylint: disable=wrong-import-position
-from t2t_repro.data import batching, problems, text_files, vocab  # pylint: disable=wrong-import-position
+from t2t_repro import cli
+from t2t_repro.data import batching, problems, text_files, vocab
 
 FLAGS = flags.FLAGS
 SPLIT_FILE_FLAGS = tuple(f"{split}_{side}" for split in ("train", "dev", "test")

@@ -42,19 +42,10 @@ class DecodeConfig:
   max_input_length: int | None = None
 
   def __post_init__(self):
-    if self.beam_size < 1:
-      raise ValueError(f"beam_size must be >= 1, got {self.beam_size}")
-    if self.alpha < 0:
-      raise ValueError(f"alpha must be >= 0 (early termination assumes it), got {self.alpha}")
-    if self.decode_extra_length < 0:
-      raise ValueError(f"decode_extra_length must be >= 0, got {self.decode_extra_length}")
-    if self.batch_tokens < 1:
-      raise ValueError(f"batch_tokens must be >= 1, got {self.batch_tokens}")
-    if not 1 <= self.n_best <= self.beam_size:
+    for field in dataclasses.fields(self):
+      check_setting(field.name, getattr(self, field.name))
+    if self.n_best > self.beam_size:
       raise ValueError(f"n_best must be in [1, beam_size={self.beam_size}], got {self.n_best}")
-    if self.max_input_length is not None and self.max_input_length < 2:
-      raise ValueError(f"max_input_length must be >= 2 (a token and EOS), got "
-                       f"{self.max_input_length}")
 
   @classmethod
   def resolve(cls, hparams, beam_size=None, alpha=None, decode_extra_length=None,
@@ -82,6 +73,31 @@ class DecodeConfig:
     return cls.resolve(hparams, **given)
 
 
+# Smallest value of each setting, and why where it is not obvious.
+_MINIMUM = {"beam_size": (1, ""), "alpha": (0, " (early termination assumes it)"),
+            "decode_extra_length": (0, ""), "batch_tokens": (1, ""), "n_best": (1, ""),
+            "max_input_length": (2, " (a token and EOS)")}
+
+
+def check_setting(name, value):
+  """Raises ValueError if the `DecodeConfig` setting `name` is below its minimum (None,
+  for max_input_length: unbounded, passes). The one range check of the decoding settings:
+  `DecodeConfig` and the flags' validators call it."""
+  minimum, why = _MINIMUM[name]
+  if value is not None and value < minimum:
+    raise ValueError(f"{name} must be >= {minimum}{why}, got {value}")
+
+
+def _validator(name):
+  def check(value):
+    try:
+      check_setting(name, value)
+    except ValueError as e:
+      raise flags.ValidationError(str(e)) from None
+    return True
+  return check
+
+
 _FLAG_HELP = {
     "beam_size": "Beam width (default: hparams.beam_size; paper 4).",
     "alpha": "GNMT length-penalty exponent (default: hparams.alpha; paper 0.6).",
@@ -97,18 +113,21 @@ _FLAG_HELP = {
 
 def define_flags(names=("beam_size", "alpha", "decode_extra_length", "batch_tokens", "n_best",
                         "max_input_length"),
-                 help_overrides=None):
-  """Defines the decoding flags `names` (absl, default None = from hparams) for a command.
+                 help_overrides=None, flag_values=flags.FLAGS):
+  """Defines the decoding flags `names` (absl, default None = from hparams) for a command,
+  each validated at parse time by `check_setting`.
 
   Args:
     names: which of beam_size, alpha, decode_extra_length, batch_tokens, n_best,
       max_input_length.
     help_overrides: dict name -> help text, for a command whose use differs.
+    flag_values: the absl FlagValues to define them in.
   """
   helps = {**_FLAG_HELP, **(help_overrides or {})}
   for name in names:
     define = flags.DEFINE_float if name == "alpha" else flags.DEFINE_integer
-    define(name, None, helps[name])
+    define(name, None, helps[name], flag_values=flag_values)
+    flags.register_validator(name, _validator(name), flag_values=flag_values)
 
 
 def check_positions(max_positions, source_length, decode_extra_length, where="the input"):

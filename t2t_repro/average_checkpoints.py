@@ -1,0 +1,69 @@
+r"""`t2t-average` / `python -m t2t_repro.average_checkpoints`: checkpoint averaging
+(Vaswani et al. 2017, §6.1: the base models average the last 5 checkpoints, written
+at 10-minute intervals; the big models the last 20).
+
+  t2t-average --model_dir=runs/base --output_dir=runs/base_avg5
+  t2t-average --model_dir=runs/big --num_last=20 --output_dir=runs/big_avg
+  t2t-average --checkpoints=runs/base/ckpt-99000,runs/base/ckpt-100000 \
+      --output_dir=runs/base_avg2
+
+--model_dir takes the last N checkpoints listed in its `checkpoint` state file (N
+= --num_last, default hparams.checkpoint_average). --checkpoints gives them
+explicitly (prefixes, or names relative to --model_dir; the model dir defaults to
+the first checkpoint's folder).
+
+The averaging itself is `t2t_repro.training.averaging` (also used by
+`train --average_last=N`). --output_dir becomes a model dir for translate / export;
+it must be new or empty and differ from the source folder.
+"""
+
+import json
+import os
+import sys
+
+from absl import app
+from absl import flags
+
+from t2t_repro import cli, command_flags
+from t2t_repro.hparams import HParams
+from t2t_repro.training import averaging
+
+FLAGS = flags.FLAGS
+
+
+def _define_flags():
+  command_flags.define_model_dir("Model directory whose last checkpoints are averaged.",
+                                 required=False)
+  flags.DEFINE_list("checkpoints", None, "Explicit checkpoint prefixes (or names relative to "
+                    "--model_dir), comma separated.")
+  flags.DEFINE_integer("num_last", None, "How many of the last checkpoints (default: "
+                       "hparams.checkpoint_average; paper 5 base, 20 big).")
+  flags.register_validator("num_last", lambda n: n is None or n >= 1, "must be >= 1")
+  flags.DEFINE_string("output_dir", None, "New folder for the averaged model dir.")
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+  if not FLAGS.output_dir or not (FLAGS.model_dir or FLAGS.checkpoints):
+    raise app.UsageError("--output_dir and one of --model_dir / --checkpoints are required")
+  model_dir = FLAGS.model_dir
+  try:
+    if FLAGS.checkpoints:
+      checkpoints = [p if (model_dir is None or os.path.dirname(p)) else os.path.join(model_dir, p)
+                     for p in FLAGS.checkpoints]
+    else:
+      with open(os.path.join(model_dir, "hparams.json"), encoding="utf-8") as f:
+        default_n = HParams.from_dict(json.load(f)).checkpoint_average
+      checkpoints = averaging.last_checkpoints(model_dir, FLAGS.num_last or default_n)
+    path, _ = averaging.average_checkpoints(checkpoints, FLAGS.output_dir, model_dir)
+  except (ValueError, FileNotFoundError) as e:
+    print(f"average_checkpoints: error: {e}", file=sys.stderr)
+    return 1
+  print(f"averaged {len(checkpoints)} checkpoints into {path}")
+  return 0
+
+
+if __name__ == "__main__":
+  _define_flags()
+  cli.run(main)

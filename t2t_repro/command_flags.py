@@ -1,0 +1,37 @@
+"""Flags that several commands take, defined here once: --model_dir and --checkpoint_path.
+
+The decoding flags (--beam_size, --alpha, ...) are `t2t_repro.decoding.config.define_flags`,
+validated by `DecodeConfig`'s own range checks. Checks run when absl parses the command
+line, so a bad value is a one-line usage error (exit 2, `t2t_repro.cli`) before anything
+is loaded.
+"""
+
+import os
+
+from absl import flags
+
+MODEL_DIR_HELP = "Model directory (hparams.json, vocab.model, checkpoints)."
+
+
+def define_model_dir(help_text=MODEL_DIR_HELP, required=True, several=False):
+  """Defines --model_dir.
+
+  Args:
+    help_text: the flag's help.
+    required: the flag must be given, and name an existing folder.
+    several: a comma-separated list of folders is accepted (an ensemble,
+      `decoding.loading.split_names`); each must exist when `required`.
+  """
+  flags.DEFINE_string("model_dir", None, help_text)
+  if required:
+    flags.mark_flag_as_required("model_dir")
+    flags.register_validator(
+        "model_dir", lambda value: value is None or all(
+            os.path.isdir(path) for path in (value.split(",") if several else [value])),
+        "names a folder that does not exist" if several else "is not a folder")
+
+
+def define_checkpoint_path(help_text="Checkpoint prefix (default: latest of --model_dir)."):
+  """Defines --checkpoint_path (None: the latest checkpoint of the model dir; several
+  commands take a comma-separated list, an ensemble)."""
+  flags.DEFINE_string("checkpoint_path", None, help_text)

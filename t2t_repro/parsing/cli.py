@@ -1,0 +1,255 @@
+r"""English constituency parsing (Vaswani et al. 2017 §6.3): data, training, decoding, EVALB.
+
+Five modes:
+
+  # (a) Penn Treebank sample -> parallel text for the `parallel_text` problem
+  python tools/parse.py --mode=prepare \
+      --ptb_dir=/work/shared/data/ptb_sample/combined --output_dir=/tmp/ptb
+
+  writes {split}.src/.tgt/.tree, symbols.txt and stats.json for each split
+  (see t2t_repro.parsing.prepare; {split}.tree is the gold file for
+  --mode=evaluate; --leaves=xx for XX leaves).
+
+  # (b) EVALB scores of bracketed trees (one a line)
+  python tools/parse.py --mode=evaluate --gold=/tmp/ptb/test.tree \
+      --test=trees.txt [--prm=.../evalb/COLLINS.prm]
+
+  # (c) model outputs -> trees
+  python tools/parse.py --mode=delinearize --source=/tmp/ptb/test.src \
+      --predictions=pred.tgt --output=trees.txt
+
+  # (d) everything, end to end: prepare -> bracket-aware vocabulary ->
+  #     train (python -m t2t_repro.train, a subprocess) -> decode test and
+  #     dev (beam 21, alpha 0.3, input + 300; constrained to well-formed
+  #     trees over the input words, t2t_repro.parsing.constraint) ->
+  #     delinearize -> EVALB
+  python tools/parse.py --mode=train \
+      --ptb_dir=/work/shared/data/ptb_sample/combined --model_dir=runs/parse \
+      [--hparams=parsing_small] [--hparams_override=k=v,...] \
+      [--train_minutes=48] [--train_steps=N]
+
+  # (e) decode and score an existing model dir (data from --mode=train)
+  python tools/parse.py --mode=decode --model_dir=runs/parse \
+      [--decode_splits=dev,test] [--beam_size=21] [--alpha=0.3] \
+      [--decode_extra_length=300] [--batch_tokens=1024]
+
+--mode=train writes into --model_dir: data/ (the output of prepare),
+vocab.model (see `learn_bracket_vocab`: every bracket token of the train split
+and XX is one piece), the trainer's files, and decode/{split}.pred.tgt
+(model outputs), decode/{split}.pred.tree (delinearized, repaired trees), and
+parse_scores.json (EVALB summaries per split, well-formed counts, decoding
+settings and wall times, the training command and its wall time).
+
+Only the command line: the library is t2t_repro.parsing (prepare, bracket_vocab, pipeline).
+"""
+
+import os
+import sys
+import time
+
+from absl import app
+from absl import flags
+
+from t2t_repro import cli
+from t2t_repro import command_flags
+from t2t_repro import fileio
+from t2t_repro.decoding import config as decode_config
+from t2t_repro.decoding.loading import EnsembleError
+from t2t_repro.parsing import evalb, pipeline, prepare
+
+FLAGS = flags.FLAGS
+
+
+def _define_flags():
+  """Defines the command-line flags (only when run as a script, so that tests
+  can import this file more than once without duplicate-flag errors)."""
+  flags.DEFINE_enum("mode", None,
+                    ["prepare", "evaluate", "delinearize", "train", "decode"],
+                    "What to do.")
+  flags.DEFINE_string("ptb_dir", None,
+                      "prepare: folder with the wsj_NNNN.mrg files.")
+  flags.DEFINE_string("output_dir", None, "prepare: folder for the outputs.")
+  flags.DEFINE_enum("leaves", "word", ["word", "xx"],
+                    "prepare, train: the leaf token of the target sequences: "
+                    "'word' (the word itself) or 'xx' (the XX placeholder of "
+                    "Vinyals et al. 2015); see t2t_repro.parsing.trees.")
+  flags.DEFINE_list("splits", [],
+                    "prepare, train: file ranges of the splits as NAME=FIRST-LAST "
+                    "file numbers, e.g. train=1-4,dev=160-160,test=180-180 "
+                    "(default: train 1-159, dev 160-179, test 180-199).")
+  flags.DEFINE_string("gold", None, "evaluate: gold trees, one per line.")
+  flags.DEFINE_string("test", None, "evaluate: test trees, one per line.")
+  flags.DEFINE_string("prm", None,
+                      "evaluate: EVALB parameter file; default: the values of "
+                      "COLLINS.prm built into t2t_repro.parsing.evalb.")
+  flags.DEFINE_enum("xx_tags", "gold", ["gold", "keep"],
+                    "evaluate: what to do with XX placeholder POS tags in test "
+                    "trees. 'gold' copies the gold tag of the same word into "
+                    "each XX slot (where the word counts agree), so EVALB drops "
+                    "the same punctuation from both trees (tagging accuracy is "
+                    "then not meaningful); 'keep' scores the trees as they are.")
+  flags.DEFINE_bool("per_sentence", False,
+                    "evaluate: also print EVALB's per-sentence table.")
+  flags.DEFINE_string("output_json", None,
+                      "evaluate: also write the summary numbers to this file.")
+  flags.DEFINE_string("source", None, "delinearize: words, one sentence a line.")
+  flags.DEFINE_string("predictions", None,
+                      "delinearize: target sequences, one a line.")
+  flags.DEFINE_string("output", None, "delinearize: output trees, one a line.")
+  command_flags.define_model_dir(
+      "train, decode: the model directory (created by train); decode: several, "
+      "comma-separated, decode as one ensemble (outputs go to the first).", required=False)
+  flags.DEFINE_string("data_dir", None,
+                      "train, decode: folder of prepare's outputs (default: "
+                      "MODEL_DIR/data; train runs prepare into it).")
+  flags.DEFINE_string("hparams", "parsing_small",
+                      "train: hparam set name or .json path.")
+  flags.DEFINE_string("hparams_override", "",
+                      "train: comma-separated key=value hparam overrides.")
+  flags.DEFINE_float("train_minutes", 48.0,
+                     "train: wall-time budget of the trainer [minutes] (0: none, "
+                     "train_steps decides).")
+  flags.DEFINE_integer("train_steps", None,
+                       "train: optimizer updates (default: the hparam set's).")
+  flags.DEFINE_integer("eval_every_steps", 500,
+                       "train: dev loss every N updates (0: off).")
+  flags.DEFINE_integer("seed", 1234, "train: the trainer's seed.")
+  flags.DEFINE_list("train_flags", [],
+                    "train: more flags for python -m t2t_repro.train, e.g. "
+                    "--train_flags=--save_checkpoints_steps=500.")
+  flags.DEFINE_bool("bracket_vocab", True,
+                    "train: learn vocab.model here with every train bracket token "
+                    "(and XX) as one piece (learn_bracket_vocab); false: let the "
+                    "trainer learn a plain BPE vocabulary (brackets split in two).")
+  flags.DEFINE_list("decode_splits", ["test", "dev"],
+                    "train, decode: splits of DATA_DIR to decode and score.")
+  decode_config.define_flags(
+      names=("beam_size", "alpha", "decode_extra_length", "batch_tokens"), help_overrides={
+          "beam_size": "decode: beam width (default: hparams, 21 in parsing*).",
+          "alpha": "decode: length-penalty exponent (default: hparams, 0.3).",
+          "decode_extra_length": "decode: max output length = input length + this "
+                                 "[pieces] (default: hparams, 300).",
+          "batch_tokens": "decode: padded source pieces per beam-search batch, rows x "
+                          "padded length (default 1024; each row has beam_size "
+                          "hypotheses)."})
+  flags.adopt_module_key_flags(decode_config)  # --help lists the decoding flags
+  flags.DEFINE_bool("constrained", True,
+                    "decode: constrained beam search (t2t_repro.parsing."
+                    "constraint): only well-formed trees over the source words.")
+  flags.DEFINE_integer("max_sentences", 0,
+                       "decode: only the first N sentences of each split (0: all).")
+  command_flags.define_checkpoint_path(
+      "decode: checkpoint prefix (default: the latest); several, comma-separated, decode "
+      "as one ensemble.")
+
+
+def _splits():
+  try:
+    return prepare.parse_splits(FLAGS.splits)
+  except ValueError as e:
+    raise app.UsageError(str(e)) from None
+
+
+def _require(*names):
+  missing = [n for n in names if not getattr(FLAGS, n)]
+  if missing:
+    raise app.UsageError(f"--mode={FLAGS.mode} needs " +
+                         ", ".join("--" + n for n in missing))
+
+
+def run_prepare():
+  _require("ptb_dir", "output_dir")
+  stats = prepare.prepare(FLAGS.ptb_dir, FLAGS.output_dir, _splits(), FLAGS.leaves)
+  print(prepare.format_stats(stats))
+  print(f"wrote {FLAGS.output_dir}/{{train,dev,test}}.{{src,tgt,tree}}, "
+        "symbols.txt, stats.json")
+
+
+def run_delinearize():
+  _require("source", "predictions", "output")
+  counts = pipeline.delinearize_files(FLAGS.source, FLAGS.predictions, FLAGS.output,
+                                      FLAGS.leaves)
+  print(f"{counts['sentences']} trees written to {FLAGS.output}; "
+        f"{counts['well_formed']} predictions were well-formed, "
+        f"{counts['sentences'] - counts['well_formed']} repaired")
+
+
+def run_evaluate():
+  _require("gold", "test")
+  params = evalb.load_prm(FLAGS.prm) if FLAGS.prm else evalb.COLLINS
+  try:
+    result = pipeline.evaluate_files(FLAGS.gold, FLAGS.test, params, FLAGS.xx_tags)
+  except evalb.EvalbAbort as e:
+    hint = (" (test trees with XX tags keep their punctuation: try "
+            "--xx_tags=gold)" if FLAGS.xx_tags == "keep" else "")
+    sys.exit(f"EVALB stopped: {e}{hint}")
+  sys.stdout.write(evalb.format_report(result, per_sentence=FLAGS.per_sentence))
+  if FLAGS.output_json:
+    fileio.write_json(FLAGS.output_json, evalb.as_dict(result))
+
+
+def _data_dir():
+  return FLAGS.data_dir or os.path.join(FLAGS.model_dir.split(",")[0], "data")
+
+
+def run_train():
+  """prepare -> vocabulary -> trainer subprocess -> decode + EVALB."""
+  _require("ptb_dir", "model_dir")
+  model_dir, data_dir = FLAGS.model_dir, _data_dir()
+  start = time.monotonic()
+  try:
+    train_seconds = pipeline.train_parser(
+        FLAGS.ptb_dir, model_dir, data_dir, splits=_splits(), leaves=FLAGS.leaves,
+        hparams=FLAGS.hparams, hparams_override=FLAGS.hparams_override,
+        bracket_vocab=FLAGS.bracket_vocab, train_minutes=FLAGS.train_minutes,
+        train_steps=FLAGS.train_steps, eval_every_steps=FLAGS.eval_every_steps,
+        seed=FLAGS.seed, train_flags=FLAGS.train_flags)
+  except RuntimeError as e:
+    sys.exit(str(e))
+  decode_start = time.monotonic()
+  _run_decode(model_dir, data_dir)
+  decode_seconds = time.monotonic() - decode_start
+  total = time.monotonic() - start
+  pipeline.update_json(os.path.join(model_dir, "parse_scores.json"), {"wall_seconds": {
+      "train": round(train_seconds, 1), "decode_and_score": round(decode_seconds, 1),
+      "total": round(total, 1)}})
+  print(f"\nwall time: train {train_seconds / 60:.1f} min, decode + EVALB "
+        f"{decode_seconds / 60:.1f} min, total {total / 60:.1f} min; scores "
+        f"in {model_dir}/parse_scores.json", flush=True)
+
+
+def _run_decode(model_dir, data_dir):
+  pipeline.decode_model_dir(
+      model_dir, data_dir, FLAGS.decode_splits, beam_size=FLAGS.beam_size,
+      alpha=FLAGS.alpha, decode_extra_length=FLAGS.decode_extra_length,
+      batch_tokens=FLAGS.batch_tokens, max_sentences=FLAGS.max_sentences,
+      checkpoint_path=FLAGS.checkpoint_path, constrained=FLAGS.constrained)
+
+
+def run_decode():
+  _require("model_dir")
+  try:
+    _run_decode(FLAGS.model_dir, _data_dir())
+  except EnsembleError as e:
+    raise app.UsageError(str(e)) from None
+
+
+_MODES = {
+    "prepare": run_prepare,
+    "evaluate": run_evaluate,
+    "delinearize": run_delinearize,
+    "train": run_train,
+    "decode": run_decode,
+}
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+  _MODES[FLAGS.mode]()
+
+
+if __name__ == "__main__":
+  _define_flags()
+  flags.mark_flag_as_required("mode")
+  cli.run(main, "parse")
