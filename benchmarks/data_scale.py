@@ -1,4 +1,4 @@
-r"""Data at the paper's scale (issue 13): synthetic WMT14-sized corpora and what they cost.
+r"""Data at the paper's scale: synthetic WMT14-sized corpora and what they cost.
 
   python benchmarks/data_scale.py build   --out=/work/scratch/b13/data [--data_dir=shared/data]
   python benchmarks/data_scale.py measure --out=/work/scratch/b13/data --work=/work/scratch/b13/work
@@ -92,7 +92,7 @@ CORPORA = (  # name, problem, data dir ("shared": --data_dir, else --out)
     ("WMT14 En-Fr size (36M)", "translate_enfr_wmt14", "out"),
 )
 VOCAB_SIZE = 2000  # the `tiny` hparams' vocabulary, so `train --hparams=tiny` can use it
-BASE_TARGET_TOKENS_PER_S = 469  # a `base` step here: docs/BENCHMARKS.md, session 3 (8.70 s/step)
+BASE_TARGET_TOKENS_PER_S = 469  # a `base` step on this 2-core CPU (8.70 s/step, docs/BENCHMARKS.md)
 
 _VALIDATE = """
 import sys

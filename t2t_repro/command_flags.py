@@ -28,7 +28,8 @@ def define_model_dir(help_text=MODEL_DIR_HELP, required=True, several=False):
     flags.register_validator(
         "model_dir", lambda value: value is None or all(
             os.path.isdir(path) for path in (value.split(",") if several else [value])),
-        "names a folder that does not exist" if several else "is not a folder")
+        "is not a folder (or a comma-separated list of folders)" if several else
+        "is not a folder")
 
 
 def define_checkpoint_path(help_text="Checkpoint prefix (default: latest of --model_dir)."):

@@ -42,6 +42,7 @@ from t2t_repro.constants import EOS_ID, PAD_ID
 from t2t_repro.data import text_files
 from t2t_repro.decoding import config as decode_config
 from t2t_repro.decoding import translator as translator_lib
+from t2t_repro.model.attention import non_pad_lengths
 
 FLAGS = flags.FLAGS
 
@@ -111,10 +112,10 @@ class ServingModule(tf.Module):
     """
     config = self._translator.value.config
     limit = self._translator.value.max_input_length()
-    kept = tf.minimum(tf.reduce_sum(tf.cast(tf.not_equal(inputs, PAD_ID), tf.int32), axis=1), limit)
+    kept = tf.minimum(non_pad_lengths(inputs), limit)
     inputs = inputs[:, :limit]
     inputs = tf.where(tf.range(tf.shape(inputs)[1])[None, :] == kept[:, None] - 1, EOS_ID, inputs)
-    lengths = tf.reduce_sum(tf.cast(tf.not_equal(inputs, PAD_ID), tf.int32), axis=1)
+    lengths = non_pad_lengths(inputs)
     batch = tf.shape(inputs)[0]
     width = tf.reduce_max(tf.concat([lengths, [0]], 0)) + config.decode_extra_length
     order = tf.argsort(lengths, stable=True)

@@ -24,8 +24,14 @@ class EncodingError(DataError):
   """A file is not valid UTF-8."""
 
 
-def decode_lines(data, path="<bytes>"):
+def decode_lines(data, path="<bytes>", first_line=1):
   """UTF-8 bytes -> list of lines without terminators (the rules of `read_lines`).
+
+  Args:
+    data: bytes, whole lines of a file.
+    path: names the file in errors.
+    first_line: the 1-based line number of `data`'s first line in the file (a stream read
+      piece by piece); a byte order mark is removed only from line 1.
 
   Raises:
     EncodingError: invalid UTF-8 or a NUL byte; the message gives `path`, the 1-based
@@ -34,11 +40,11 @@ def decode_lines(data, path="<bytes>"):
   try:
     text = data.decode("utf-8")
   except UnicodeDecodeError as e:
-    line = data.count(b"\n", 0, e.start) + 1
+    line = data.count(b"\n", 0, e.start) + first_line
     raise EncodingError(f"{path}:{line}: invalid UTF-8 (byte 0x{data[e.start]:02x} at byte offset "
                         f"{e.start} of the file: {e.reason})") from None
-  check_no_nul(data, path)
-  lines = text.removeprefix("\ufeff").split("\n")
+  check_no_nul(data, path, lines_before=first_line - 1)
+  lines = (text.removeprefix("\ufeff") if first_line == 1 else text).split("\n")
   if lines[-1] == "":
     lines.pop()
   return [line.removesuffix("\r") for line in lines]

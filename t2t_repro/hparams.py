@@ -103,16 +103,6 @@ class HParams:
   alpha: float = 0.6
   decode_extra_length: int = 50
 
-  @property
-  def key_dim(self):
-    """Per-head query/key width d_k (§3.2.2)."""
-    return self.d_k or self.d_model // self.num_heads
-
-  @property
-  def value_dim(self):
-    """Per-head value width d_v (§3.2.2)."""
-    return self.d_v or self.d_model // self.num_heads
-
   def to_dict(self):
     return dataclasses.asdict(self)
 

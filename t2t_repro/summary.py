@@ -14,12 +14,19 @@ from absl import flags
 
 from t2t_repro import cli
 from t2t_repro import hparams as hparams_lib
+from t2t_repro.model.config import ModelConfig
 
 # Table 3 parameter counts (x1e6) of the sets that have one.
 PAPER_PARAMS_M = {"base": 65, "big": 213, "base_b_dk16": 58, "base_b_dk32": 60,
                   "base_c_layers2": 36, "base_c_layers4": 50, "base_c_layers8": 80,
                   "base_c_dmodel256": 28, "base_c_dmodel1024": 168, "base_c_dff1024": 53,
                   "base_c_dff4096": 90}
+
+
+def _head_widths(hp):
+  """(d_k, d_v) per head, resolved as the model resolves them (`ModelConfig`)."""
+  config = ModelConfig.from_hparams(hp)
+  return config.d_k, config.d_v
 
 
 def closed_form_params(hp):
@@ -32,7 +39,8 @@ def closed_form_params(hp):
   stack; learned positions add max_positions*d.
   """
   d, h = hp.d_model, hp.num_heads
-  attention = d * h * hp.key_dim * 2 + d * h * hp.value_dim + h * hp.value_dim * d
+  d_k, d_v = _head_widths(hp)
+  attention = d * h * d_k * 2 + d * h * d_v + h * d_v * d
   ffn = 2 * d * hp.d_ff + hp.d_ff + d
   norm = 2 * d
   total = hp.vocab_size * d
@@ -59,8 +67,9 @@ def train_flops_per_token(hp, length):
   Training = 3 x forward. Returns a float [FLOP].
   """
   d, h = hp.d_model, hp.num_heads
-  proj = 2 * (d * h * hp.key_dim * 2 + d * h * hp.value_dim + h * hp.value_dim * d)
-  attend = 2 * h * length * (hp.key_dim + hp.value_dim)
+  d_k, d_v = _head_widths(hp)
+  proj = 2 * (d * h * d_k * 2 + d * h * d_v + h * d_v * d)
+  attend = 2 * h * length * (d_k + d_v)
   ffn = 2 * 2 * d * hp.d_ff
   encoder = hp.num_layers * (proj + attend + ffn)
   decoder = hp.num_layers * (2 * proj + 2 * attend + ffn) + 2 * d * hp.vocab_size
@@ -80,7 +89,7 @@ def main(argv):
   closed = closed_form_params(hp)
   print(f"hparams: {FLAGS.hparams}  ({hp.description})")
   print(f"layers N={hp.num_layers} d_model={hp.d_model} d_ff={hp.d_ff} heads={hp.num_heads} "
-        f"d_k={hp.key_dim} d_v={hp.value_dim} vocab={hp.vocab_size} norm={hp.norm_type}")
+        f"d_k={_head_widths(hp)[0]} d_v={_head_widths(hp)[1]} vocab={hp.vocab_size} norm={hp.norm_type}")
   print(f"parameters (built model):  {built:,}")
   print(f"parameters (closed form):  {closed:,}  {'OK' if built == closed else 'MISMATCH'}")
   print(f"  of which shared embedding: {hp.vocab_size * hp.d_model:,}")

@@ -55,7 +55,8 @@ _DEFAULT = TrainConfig()
 
 
 def _define_flags():
-  """One flag per `TrainConfig` field (same name and default), and --list_hparams."""
+  """One flag per `TrainConfig` field (same name and default), and --list_hparams: the
+  model and data flags here, the others in `_define_run_flags`, `_define_selection_flags`."""
   flags.DEFINE_string("hparams", _DEFAULT.hparams,
                       "Hparam set name or path to a .json file; sets (configs/, "
                       f"--list_hparams describes them): {', '.join(hparams_lib.list_hparams())}.")
@@ -74,6 +75,10 @@ def _define_flags():
                        "Keep the tokenized training examples in memory "
                        "after the first pass only if they are estimated to fit in this many MiB "
                        "(0: never). A WMT-sized corpus is streamed from disk.")
+
+
+def _define_run_flags():
+  """Where the run writes, how long it runs, on which devices, and what it logs."""
   flags.DEFINE_string("model_dir", _DEFAULT.model_dir,
                       "Output folder: checkpoints, hparams, vocab, TensorBoard.")
   flags.DEFINE_integer("train_steps", _DEFAULT.train_steps,
@@ -128,6 +133,9 @@ def _define_flags():
                     "number of replicas or mixed_precision differ from the run in --model_dir "
                     "(the change is logged).")
 
+
+def _define_selection_flags():
+  """The best checkpoint, early stopping and averaging at the end."""
   flags.DEFINE_enum("best_metric", _DEFAULT.best_metric, list(BEST_METRICS),
                     "Dev metric of the best checkpoint: after each dev evaluation that improves it, "
                     "model_dir/best/ is a complete model dir of that step (best.json: metric, value, "
@@ -169,4 +177,6 @@ def main(argv):
 
 if __name__ == "__main__":
   _define_flags()
+  _define_run_flags()
+  _define_selection_flags()
   cli.run(main)

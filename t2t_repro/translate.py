@@ -12,6 +12,14 @@ sentences sorted by length, batched by --batch_tokens (padded source tokens per
 batch, rows x padded length), beam search. Progress: on a terminal a Keras progress bar on
 stderr, otherwise one plain closing line (`translated N lines in H:MM:SS`).
 
+Streaming: when stdin is a pipe or a terminal (no --input_file, or `-`) and the output is
+stdout without --evaluate or --alignments, lines are translated as they arrive, in
+batches of up to --buffer_size lines (a batch also starts when no new line came within
+--buffer_seconds, fairseq-interactive's buffering), each batch's output flushed at once:
+`producer | python -m t2t_repro.translate ... | consumer` works line by line. An invalid
+line then stops the command after the earlier lines were written. A file (--input_file,
+or `<` redirected) is read whole and decoded in length-sorted batches.
+
 Decoding (§6.1): beam search with --beam_size and the GNMT length penalty
 --alpha (defaults: the model's hparams, paper 4 and 0.6), maximum output length
 = source length (tokens, EOS included) + --decode_extra_length (hparams
@@ -40,6 +48,8 @@ averaged over heads: Pharaoh "i-j" pairs or a JSON object per line
 report to stdout after the translations (to stdout alone when --output_file is given).
 """
 
+import os
+import stat
 import sys
 import time
 
@@ -47,7 +57,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
-from t2t_repro import cli, command_flags, fileio, logs
+from t2t_repro import cli, command_flags, fileio, logs, streaming
 from t2t_repro.decoding import alignment
 from t2t_repro.decoding import config as decode_config
 from t2t_repro.decoding import loading
@@ -80,7 +90,13 @@ def _define_flags():
                        "over heads) gives --alignments; default -1 = the last, as fairseq's "
                        "default alignment_layer.")
   flags.DEFINE_string("alignment_file", None, "Output file of --alignments.")
-  flags.DEFINE_bool("progress", True, "Progress bar on stderr.")
+  flags.DEFINE_bool("progress", True, "Progress on stderr (a bar on a terminal, else a "
+                    "closing line).")
+  flags.DEFINE_integer("buffer_size", 32, "Streaming input (stdin a pipe or terminal): translate "
+                       "when this many lines are buffered or none came within --buffer_seconds.",
+                       lower_bound=1)
+  flags.DEFINE_float("buffer_seconds", 0.05, "Streaming input: how long to wait for another line "
+                     "before translating the lines buffered [s].", lower_bound=0.0)
   flags.DEFINE_bool("evaluate", False, "Score the translations against --ref.")
   flags.DEFINE_multi_string("ref", None, "Reference file for --evaluate (repeatable).")
   flags.DEFINE_string("tgt_lang", None, "Target language for --evaluate's paper BLEU "
@@ -94,19 +110,16 @@ def _target_lang(ref_path):
   return ext if len(ext) == 2 and ext.isalpha() else "de"
 
 
-def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  if FLAGS.evaluate and not FLAGS.ref:
-    raise app.UsageError("--evaluate needs --ref")
-  if bool(FLAGS.alignments) != bool(FLAGS.alignment_file):
-    raise cli.UsageError("--alignments and --alignment_file go together")
-  from t2t_repro import evaluate  # pylint: disable=import-outside-toplevel
-  refs = [fileio.read_lines(path) for path in FLAGS.ref or []] if FLAGS.evaluate else []
-  lines = fileio.read_lines(FLAGS.input_file or "-")
-  for path, ref in zip(FLAGS.ref or [], refs):
-    if len(ref) != len(lines):
-      raise app.UsageError(f"{path} has {len(ref)} lines, the input has {len(lines)}")
+def _streaming():
+  """Whether to translate stdin line by line as it arrives: a pipe or terminal on stdin
+  (not a file redirected with `<`), output to stdout, no --evaluate, no --alignments."""
+  return (FLAGS.input_file in (None, "-") and not FLAGS.output_file and not FLAGS.evaluate
+          and not FLAGS.alignments and not stat.S_ISREG(os.fstat(sys.stdin.fileno()).st_mode))
+
+
+def _translator():
+  """The `Translator` of --model_dir / --checkpoint_path (one model or an ensemble) and
+  the decoding flags; a bad setting is a `cli.UsageError`."""
   try:
     model, hparams, tokenizer, _ = loading.load_models(
         loading.split_names(FLAGS.model_dir), loading.split_names(FLAGS.checkpoint_path),
@@ -119,6 +132,47 @@ def main(argv):
     alignment.check_layer(model, FLAGS.alignment_layer)
   except ValueError as e:
     raise cli.UsageError(str(e)) from None
+  return translator
+
+
+def _output_lines(nbest, first_line=0):
+  """The lines to write for `nbest` (input lines first_line, first_line + 1, ...)."""
+  if not FLAGS.n_best:
+    return [hyps[0][1] for hyps in nbest]
+  # format_nbest numbers from 0: shift to the input line numbers.
+  return [f"{int(i) + first_line}\t{rest}" for i, rest in
+          (line.split("\t", 1) for line in translator_lib.format_nbest(nbest))]
+
+
+def _translate_stream(translator):
+  """Translates stdin in small batches (`streaming.line_batches`), flushing each batch's
+  output at once, so `producer | translate | consumer` runs line by line."""
+  started, done = time.monotonic(), 0
+  for batch in streaming.line_batches(sys.stdin.fileno(), FLAGS.buffer_size, FLAGS.buffer_seconds):
+    sys.stdout.writelines(line + "\n" for line in _output_lines(translator.nbest(batch), done))
+    sys.stdout.flush()
+    done += len(batch)
+  if FLAGS.progress:
+    logging.info("translated %d lines in %s", done, logs.hms(time.monotonic() - started))
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+  if FLAGS.evaluate and not FLAGS.ref:
+    raise app.UsageError("--evaluate needs --ref")
+  if bool(FLAGS.alignments) != bool(FLAGS.alignment_file):
+    raise cli.UsageError("--alignments and --alignment_file go together")
+  if _streaming():
+    _translate_stream(_translator())
+    return
+  from t2t_repro import evaluate  # pylint: disable=import-outside-toplevel
+  refs = [fileio.read_lines(path) for path in FLAGS.ref or []] if FLAGS.evaluate else []
+  lines = fileio.read_lines(FLAGS.input_file or "-")
+  for path, ref in zip(FLAGS.ref or [], refs):
+    if len(ref) != len(lines):
+      raise app.UsageError(f"{path} has {len(ref)} lines, the input has {len(lines)}")
+  translator = _translator()
   started = time.monotonic()
   # Keras's Progbar always redraws with "\r" and colour codes: on a terminal only.
   progress = FLAGS.progress and logs.stderr_is_terminal()
@@ -128,7 +182,7 @@ def main(argv):
   if FLAGS.alignments:
     fileio.write_lines(FLAGS.alignment_file, alignment.alignment_lines(
         translator, lines, nbest, FLAGS.alignments, FLAGS.alignment_layer))
-  out = translator_lib.format_nbest(nbest) if FLAGS.n_best else [hyps[0][1] for hyps in nbest]
+  out = _output_lines(nbest)
   if FLAGS.output_file:
     fileio.write_lines(FLAGS.output_file, out)
   else:

@@ -37,7 +37,7 @@ def test_decoding_flag_validators_use_decode_config():
     ([], "translate: error: flag --model_dir=None: Flag --model_dir must have a value other "
          "than None.\n"),
     (["--model_dir=no/such/dir"], "translate: error: flag --model_dir=no/such/dir: is not a "
-                                  "folder\n")])
+                                  "folder (or a comma-separated list of folders)\n")])
 def test_translate_flag_errors(args, message):
   result = subprocess.run([sys.executable, "-m", "t2t_repro.translate", *args],
                           capture_output=True, text=True, timeout=120, check=False,

@@ -34,13 +34,13 @@ def _module_name(path):
 
 @pytest.fixture(scope="module")
 def modules():
-  """{short name: module} of every t2t_repro module file DESIGN.md names (imported)."""
+  """{dotted name: module} of every t2t_repro module file DESIGN.md names (imported)."""
   found = {}
   for path in sorted(set(_PATH_RE.findall(_text()))):
     for match in sorted(glob.glob(os.path.join(_REPO, path.rstrip("/")))):
       files = glob.glob(os.path.join(match, "*.py")) if os.path.isdir(match) else [match]
       for name in filter(None, (_module_name(os.path.relpath(f, _REPO)) for f in files)):
-        found[name.rsplit(".", 1)[-1]] = importlib.import_module(name)
+        found[name] = importlib.import_module(name)
   return found
 
 
@@ -60,10 +60,13 @@ def _classes(modules):
 
 
 def test_every_module_symbol_resolves(modules):
-  """`module.symbol` (a t2t_repro module by its short name) and `Class.member` (a class
-  defined in a module DESIGN.md names) must exist; other dotted names (tf., keras., os.) are
-  not this project's."""
+  """`module.symbol` (a t2t_repro module by its short name; of several modules of that name,
+  one must have it) and `Class.member` (a class defined in a module DESIGN.md names) must
+  exist; other dotted names (tf., keras., os.) are not this project's."""
   classes = _classes(modules.values())
+  by_short_name = {}
+  for name, module in modules.items():
+    by_short_name.setdefault(name.rsplit(".", 1)[-1], []).append(module)
   checked = 0
   for token in re.findall(r"`([^`]+)`", _text()):
     if token.startswith("t2t_repro."):
@@ -74,11 +77,12 @@ def test_every_module_symbol_resolves(modules):
     if not match or match.group(2) in _FILE_SUFFIXES:
       continue
     owner, symbol = match.groups()
-    target = modules.get(owner) or classes.get(owner)
-    if target is None:
+    targets = by_short_name.get(owner) or ([classes[owner]] if owner in classes else [])
+    if not targets:
       continue
     checked += 1
-    assert hasattr(target, symbol), f"docs/DESIGN.md names `{owner}.{symbol}`; {target} has no {symbol}"
+    assert any(hasattr(t, symbol) for t in targets), (
+        f"docs/DESIGN.md names `{owner}.{symbol}`; {targets} have no {symbol}")
   assert checked >= 10  # the doc's own references were found, so the parsing works
 
 
@@ -108,7 +112,7 @@ def test_every_table_row_names_what_its_files_hold(modules):
   for row in rows:
     what, where = row.strip("| ").rsplit(" | ", 1)
     paths = _PATH_RE.findall(where)
-    row_modules = [modules[name.rsplit(".", 1)[-1]] for name in map(_module_name, paths) if name]
+    row_modules = [modules[name] for name in map(_module_name, paths) if name]
     folders = [p for p in paths if p.endswith("/")]
     names = set().union(*(_row_names(m, _classes([m])) for m in row_modules)) | sets
     for token in re.findall(r"`([^`]+)`", what):

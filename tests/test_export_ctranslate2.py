@@ -118,15 +118,26 @@ def test_cli_export_greedy_equals_ours(trained_dir, sentences, tmp_path):
 
 
 def test_quantized_exports(trained_dir, sentences, tmp_path):
-  our_ids, _, _ = ours(trained_dir, sentences, beam_size=1, alpha=0.0)
+  our_ids, _, our_log_probs = ours(trained_dir, sentences, beam_size=1, alpha=0.0)
+  ours_flat = np.concatenate(our_log_probs)
   sizes = {}
   for quantization in (None, "int8", "float16"):
     out = str(tmp_path / str(quantization))
     export_ctranslate2.export_ctranslate2(trained_dir, out, quantization=quantization)
     sizes[quantization] = os.path.getsize(os.path.join(out, "model.bin"))
-    ct2_ids = theirs(out, sentences, beam_size=1)
-    # Reduced precision may flip a near tie, not the bulk of the outputs.
-    assert sum(a == b for a, b in zip(ct2_ids, our_ids)) >= len(sentences) // 2, quantization
+    ct2_ids, ct2_log_probs = theirs(out, sentences, score_ids=our_ids, beam_size=1)
+    theirs_flat = np.concatenate(ct2_log_probs)
+    if quantization == "int8":
+      # int8 weights and activations move this 64-wide model's per-token log-probabilities
+      # by ~0.4 nats (correlation ~0.9 with ours; a wrong export, e.g. a transposed or
+      # misplaced weight, gives ~0), enough to change most greedy outputs of a model that
+      # is still this uncertain: the scores are compared, not the texts.
+      assert np.corrcoef(theirs_flat, ours_flat)[0, 1] > 0.75
+      assert np.mean(np.abs(theirs_flat - ours_flat)) < 1.0
+    else:  # float32, float16 (computed in float32 on a CPU): the same model
+      np.testing.assert_allclose(theirs_flat, ours_flat, atol=1e-2)
+      # Reduced precision may flip a near tie, not the bulk of the outputs.
+      assert sum(a == b for a, b in zip(ct2_ids, our_ids)) >= len(sentences) // 2, quantization
   assert sizes["int8"] < sizes[None] * 0.6 and sizes["float16"] < sizes[None] * 0.6, sizes
 
 

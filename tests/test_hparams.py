@@ -4,12 +4,14 @@ import json
 
 import pytest
 
+from t2t_repro.model.config import ModelConfig
 from t2t_repro.hparams import get_hparams, list_hparams, parse_overrides, read_set
 
 
 def test_base_is_the_paper():
   hp = get_hparams("base")
-  assert (hp.num_layers, hp.d_model, hp.d_ff, hp.num_heads, hp.key_dim, hp.value_dim) == \
+  c = ModelConfig.from_hparams(hp)
+  assert (hp.num_layers, hp.d_model, hp.d_ff, hp.num_heads, c.d_k, c.d_v) == \
       (6, 512, 2048, 8, 64, 64)
   assert (hp.dropout, hp.label_smoothing, hp.vocab_size, hp.norm_type) == (0.1, 0.1, 37000, "post")
   assert (hp.adam_beta1, hp.adam_beta2, hp.adam_epsilon) == (0.9, 0.98, 1e-9)
@@ -37,19 +39,21 @@ def test_t2t_base_is_separate_and_differs_only_where_t2t_does():
 
 
 @pytest.mark.parametrize("name,field,value", [
-    ("base_a_heads1", "key_dim", 512), ("base_a_heads4", "key_dim", 128),
-    ("base_a_heads16", "key_dim", 32), ("base_a_heads32", "value_dim", 16),
-    ("base_b_dk16", "key_dim", 16), ("base_b_dk32", "key_dim", 32),
+    ("base_a_heads1", "d_k", 512), ("base_a_heads4", "d_k", 128),
+    ("base_a_heads16", "d_k", 32), ("base_a_heads32", "d_v", 16),
+    ("base_b_dk16", "d_k", 16), ("base_b_dk32", "d_k", 32),
     ("base_c_layers2", "num_layers", 2), ("base_c_layers8", "num_layers", 8),
-    ("base_c_dmodel256", "key_dim", 32), ("base_c_dmodel1024", "key_dim", 128),
+    ("base_c_dmodel256", "d_k", 32), ("base_c_dmodel1024", "d_k", 128),
     ("base_c_dff1024", "d_ff", 1024), ("base_c_dff4096", "d_ff", 4096),
     ("base_d_dropout0", "dropout", 0.0), ("base_d_dropout02", "dropout", 0.2),
     ("base_d_ls0", "label_smoothing", 0.0), ("base_d_ls02", "label_smoothing", 0.2),
     ("base_e_learned_pos", "position_encoding", "learned"),
 ])
 def test_table3_rows(name, field, value):
-  assert getattr(get_hparams(name), field) == value
-  assert get_hparams(name).value_dim == (64 if name.startswith("base_b") else get_hparams(name).key_dim)
+  hp = get_hparams(name)
+  config = ModelConfig.from_hparams(hp)  # d_k, d_v resolved (0: d_model // num_heads)
+  assert getattr(config if field in ("d_k", "d_v") else hp, field) == value
+  assert config.d_v == (64 if name.startswith("base_b") else config.d_k)
 
 
 def test_parsing_set_is_section_6_3():

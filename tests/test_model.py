@@ -1,5 +1,7 @@
 """The Transformer layers against the paper's equations and NumPy references."""
 
+import hashlib
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -7,6 +9,7 @@ import keras
 
 from t2t_repro.hparams import get_hparams
 from t2t_repro.model.attention import MultiHeadAttention, causal_bias, padding_bias
+from t2t_repro.model.config import ModelConfig
 from t2t_repro.model.position import SinusoidalPositionEncoding, sinusoid_table
 from t2t_repro.model.transformer import Transformer
 from t2t_repro import summary
@@ -128,6 +131,36 @@ def test_model_only_checkpoint_holds_every_variable(tmp_path):
   tf.train.Checkpoint(model=other).restore(path).assert_existing_objects_matched()
   for a, b in zip(model.variables, other.variables):
     np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+# sha256 of the sorted checkpoint variable names (tf.train.list_variables) of two tiny
+# models, as written before the model's fields moved into ModelConfig: existing model dirs
+# must keep restoring, so these names must never change.
+_VARIABLE_NAMES = {
+    "": (62, "4d79c0bfc8b88c551bcdf77549fa87d3756da50438dd5da1bbeba83234c1307b"),
+    ",norm_type=pre,position_encoding=learned,d_k=4,d_v=6":
+        (67, "1a89d73503c62e186c830f17c081cdf04f11778a2ada83b8a44787fbc8b4bfb5"),
+}
+
+
+@pytest.mark.parametrize("extra", sorted(_VARIABLE_NAMES))
+def test_checkpoint_variable_names_are_unchanged(tmp_path, extra):
+  hp = get_hparams("tiny", "num_layers=2,d_model=16,d_ff=32,num_heads=2,vocab_size=20" + extra)
+  path = tf.train.Checkpoint(model=Transformer.from_hparams(hp)).write(str(tmp_path / "ckpt"))
+  names = sorted(name for name, _ in tf.train.list_variables(path))
+  assert (len(names), hashlib.sha256("\n".join(names).encode()).hexdigest()) == _VARIABLE_NAMES[extra]
+
+
+def test_model_config_is_the_one_list_of_fields():
+  hp = get_hparams("tiny", "d_k=4")
+  model = Transformer.from_hparams(hp)
+  config = ModelConfig.from_hparams(hp)
+  assert model.config == config and (model.d_k, model.d_v) == (4, hp.d_model // hp.num_heads)
+  assert model.get_config()["d_k"] == 4
+  assert model.decoder_0.memory_attention.d_k == 4
+  assert Transformer.from_config(model.get_config()).config == config
+  with pytest.raises(ValueError, match="norm_type"):
+    ModelConfig(vocab_size=8, norm_type="middle")
 
 
 @pytest.mark.parametrize("grow_cache", [False, True])

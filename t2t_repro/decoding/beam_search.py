@@ -72,6 +72,7 @@ import tensorflow as tf
 
 from t2t_repro.constants import EOS_ID, NEG_INF, PAD_ID
 from t2t_repro.decoding import model_interface
+from t2t_repro.model.attention import non_pad_lengths
 
 # NEG_INF is the log-probability of impossible hypotheses (tensor2tensor uses -1e7); real
 # log-probabilities of a hypothesis are many orders of magnitude larger.
@@ -103,7 +104,7 @@ def default_max_decode_length(inputs, extra=50):
   Returns:
     int32 [batch]: number of non-pad source tokens (EOS included) + extra.
   """
-  return tf.reduce_sum(tf.cast(tf.not_equal(inputs, PAD_ID), tf.int32), axis=1) + extra
+  return non_pad_lengths(inputs) + extra
 
 
 class BeamState(typing.NamedTuple):
@@ -157,8 +158,8 @@ class _Search:
     """Rule 1: one decoder step; the best 2k of the k x V one-token extensions."""
     b, k = tf.shape(active.done)[0], self.k
     seqs = tf.reshape(active.alive_seq, [b * k, -1])
-    # Decoder input at position i: 0 (start) at i = 0, else the token at i - 1.
-    prev = tf.gather(seqs, tf.maximum(i - 1, 0), axis=1) * tf.cast(i > 0, tf.int32)
+    # Decoder input at position i: the start symbol (PAD_ID) at i = 0, else the token at i - 1.
+    prev = tf.where(i > 0, tf.gather(seqs, tf.maximum(i - 1, 0), axis=1), PAD_ID)
     log_probs, model_state = self.decoder.step(prev, i, model_state)
     if self.constraint is not None:
       log_probs = tf.where(self.constraint.allowed(constraint_state), log_probs, NEG_INF)
@@ -264,7 +265,7 @@ class _Search:
     scores = tf.gather(tf.concat([results.finished_scores, alive_scores], 1), pick, batch_dims=1)
     ids = tf.gather(tf.concat([results.finished_seq, results.alive_seq], 1), pick, batch_dims=1)
     valid = scores > _VALID
-    return tf.where(valid[:, :, None], ids, 0), tf.where(valid, scores, float("-inf"))
+    return tf.where(valid[:, :, None], ids, PAD_ID), tf.where(valid, scores, float("-inf"))
 
 
 def search(model, inputs, max_decode_length, alpha, beam_size=4, n_best=None, eos_id=EOS_ID,

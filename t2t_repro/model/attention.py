@@ -30,6 +30,11 @@ def padding_bias(ids):
   return tf.cast(tf.equal(ids, PAD_ID), tf.float32)[:, None, None, :] * NEG_INF
 
 
+def non_pad_lengths(ids):
+  """Number of non-pad tokens per row: int32 [batch, length] -> int32 [batch]."""
+  return tf.reduce_sum(tf.cast(tf.not_equal(ids, PAD_ID), tf.int32), axis=1)
+
+
 def causal_bias(length):
   """Additive bias that hides future positions (decoder self-attention, §3.2.3).
 
@@ -50,8 +55,8 @@ class MultiHeadAttention(keras.layers.Layer):
   Args:
     d_model: input and output width.
     num_heads: h.
-    key_dim: d_k, per-head query/key width (default d_model // num_heads).
-    value_dim: d_v, per-head value width (default d_model // num_heads).
+    d_k: per-head query/key width (default d_model // num_heads).
+    d_v: per-head value width (default d_model // num_heads).
     attention_dropout: dropout rate on the attention weights (0 in the paper).
 
   Call args:
@@ -77,20 +82,18 @@ class MultiHeadAttention(keras.layers.Layer):
     cache was given, else None.
   """
 
-  def __init__(self, d_model, num_heads, key_dim=None, value_dim=None, attention_dropout=0.0,
-               **kwargs):
+  def __init__(self, d_model, num_heads, d_k=None, d_v=None, attention_dropout=0.0, **kwargs):
     super().__init__(**kwargs)
     self.d_model = d_model
     self.num_heads = num_heads
-    self.key_dim = key_dim or d_model // num_heads
-    self.value_dim = value_dim or d_model // num_heads
+    self.d_k = d_k or d_model // num_heads
+    self.d_v = d_v or d_model // num_heads
     self.attention_dropout = attention_dropout
-    self.supports_masking = True
     self._dropout = keras.layers.Dropout(attention_dropout)
 
   def build(self, input_shape=None):
     init = keras.initializers.VarianceScaling(1.0, "fan_avg", "uniform")
-    h, dk, dv, d = self.num_heads, self.key_dim, self.value_dim, self.d_model
+    h, dk, dv, d = self.num_heads, self.d_k, self.d_v, self.d_model
     self.q_kernel = self.add_weight(name="q_kernel", shape=(d, h * dk), initializer=init)
     self.k_kernel = self.add_weight(name="k_kernel", shape=(d, h * dk), initializer=init)
     self.v_kernel = self.add_weight(name="v_kernel", shape=(d, h * dv), initializer=init)
@@ -114,15 +117,15 @@ class MultiHeadAttention(keras.layers.Layer):
       dict with "k" [batch, h, m_len, d_k] and "v" [batch, h, m_len, d_v].
     """
     # Called outside __call__ (no Keras autocast): cast the float32 kernels explicitly.
-    return {"k": self._split_heads(memory, tf.cast(self.k_kernel, memory.dtype), self.key_dim),
-            "v": self._split_heads(memory, tf.cast(self.v_kernel, memory.dtype), self.value_dim)}
+    return {"k": self._split_heads(memory, tf.cast(self.k_kernel, memory.dtype), self.d_k),
+            "v": self._split_heads(memory, tf.cast(self.v_kernel, memory.dtype), self.d_v)}
 
   def _keys_values(self, query, memory, cache, step, grow_cache):
     """(k, v, new cache) for `call`; see the class docstring."""
     if cache is not None and step is not None:
       # Self-attention while decoding: this position's key/value go into the cache.
-      k_new = self._split_heads(query, self.k_kernel, self.key_dim)
-      v_new = self._split_heads(query, self.v_kernel, self.value_dim)
+      k_new = self._split_heads(query, self.k_kernel, self.d_k)
+      v_new = self._split_heads(query, self.v_kernel, self.d_v)
       if grow_cache:
         k = tf.concat([cache["k"], k_new], axis=2)
         v = tf.concat([cache["v"], v_new], axis=2)
@@ -132,13 +135,13 @@ class MultiHeadAttention(keras.layers.Layer):
     if cache is not None:
       return cache["k"], cache["v"], cache
     source = query if memory is None else memory
-    return (self._split_heads(source, self.k_kernel, self.key_dim),
-            self._split_heads(source, self.v_kernel, self.value_dim), None)
+    return (self._split_heads(source, self.k_kernel, self.d_k),
+            self._split_heads(source, self.v_kernel, self.d_v), None)
 
   def _attend(self, query, k, v, bias, training):
     """softmax(Q K^T / sqrt(d_k) + bias) V W^O -> (outputs [b, q_len, d_model], weights
     float32 [b, h, q_len, m_len])."""
-    q = self._split_heads(query, self.q_kernel, self.key_dim) * (self.key_dim ** -0.5)
+    q = self._split_heads(query, self.q_kernel, self.d_k) * (self.d_k ** -0.5)
     logits = tf.cast(tf.matmul(q, k, transpose_b=True), tf.float32)
     if bias is not None:  # Keras autocasts call args to the compute dtype; add in float32
       logits += tf.cast(bias, tf.float32)
@@ -146,7 +149,7 @@ class MultiHeadAttention(keras.layers.Layer):
     dropped = self._dropout(tf.cast(weights, q.dtype), training=training)
     out = tf.matmul(dropped, v)  # [batch, h, q_len, d_v]
     shape = tf.shape(out)
-    out = tf.reshape(tf.transpose(out, [0, 2, 1, 3]), [-1, self.num_heads * self.value_dim])
+    out = tf.reshape(tf.transpose(out, [0, 2, 1, 3]), [-1, self.num_heads * self.d_v])
     out = tf.reshape(tf.matmul(out, self.output_kernel), [shape[0], shape[2], self.d_model])
     return out, weights
 
@@ -176,8 +179,8 @@ class MultiHeadAttention(keras.layers.Layer):
 
   def get_config(self):
     config = super().get_config()
-    config.update(d_model=self.d_model, num_heads=self.num_heads, key_dim=self.key_dim,
-                  value_dim=self.value_dim, attention_dropout=self.attention_dropout)
+    config.update(d_model=self.d_model, num_heads=self.num_heads, d_k=self.d_k, d_v=self.d_v,
+                  attention_dropout=self.attention_dropout)
     return config
 
 

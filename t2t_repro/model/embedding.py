@@ -20,8 +20,7 @@ class SharedEmbedding(keras.layers.Layer):
     ids: int32 [batch, length], 0 = pad.
 
   Returns:
-    float [batch, length, d_model] = E[ids] * sqrt(d_model). `compute_mask` gives
-    bool [batch, length], True at real tokens.
+    float [batch, length, d_model] = E[ids] * sqrt(d_model).
   """
 
   def __init__(self, vocab_size, d_model, **kwargs):
@@ -52,9 +51,6 @@ class SharedEmbedding(keras.layers.Layer):
     weights = tf.cast(self.embeddings, x.dtype)
     flat = tf.matmul(tf.reshape(x, [-1, self.d_model]), weights, transpose_b=True)
     return tf.reshape(flat, tf.concat([shape[:-1], [self.vocab_size]], 0))
-
-  def compute_mask(self, ids, mask=None):
-    return tf.not_equal(ids, 0)
 
   def compute_output_shape(self, input_shape):
     return tuple(input_shape) + (self.d_model,)

@@ -27,7 +27,6 @@ class FeedForward(keras.layers.Layer):
     self.d_model = d_model
     self.d_ff = d_ff
     self.relu_dropout = relu_dropout
-    self.supports_masking = True
     self._dropout = keras.layers.Dropout(relu_dropout)
 
   def build(self, input_shape=None):

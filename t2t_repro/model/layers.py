@@ -8,6 +8,7 @@ ends with one more LayerNorm (`Transformer` adds it).
 import keras
 
 from t2t_repro.model.attention import MultiHeadAttention
+from t2t_repro.model.config import ModelConfig
 from t2t_repro.model.feed_forward import FeedForward
 
 # A decoder layer's incremental-decoding cache is {"self": {"k", "v"}, MEMORY_KEY: {"k", "v"}}.
@@ -25,31 +26,28 @@ class _ResidualBlock(keras.layers.Layer):
   and x + Dropout(Sublayer(LayerNorm(x))) for pre-norm (tensor2tensor v3).
   """
 
-  def __init__(self, num_sublayers, d_model, d_ff, num_heads, key_dim=None, value_dim=None,
-               dropout=0.1, attention_dropout=0.0, relu_dropout=0.0, norm_type="post", **kwargs):
+  def __init__(self, attention_names, config, **kwargs):
     super().__init__(**kwargs)
-    if norm_type not in ("post", "pre"):
-      raise ValueError(f"norm_type must be 'post' or 'pre', got {norm_type!r}")
-    self._args = dict(d_model=d_model, d_ff=d_ff, num_heads=num_heads, key_dim=key_dim,
-                      value_dim=value_dim, dropout=dropout, attention_dropout=attention_dropout,
-                      relu_dropout=relu_dropout, norm_type=norm_type)
-    self.supports_masking = True
-    self.pre_norm = norm_type == "pre"
+    self.config = ModelConfig.of(config)
+    num_sublayers = len(attention_names) + 1  # the attentions, then the FFN
+    self.pre_norm = self.config.norm_type == "pre"
     # Attributes, not only a list: tf.train.Checkpoint does not look inside Keras's lists.
     for i in range(num_sublayers):
       setattr(self, f"layer_norm_{i}", keras.layers.LayerNormalization(epsilon=1e-6,
                                                                        name=f"layer_norm_{i}"))
     self.norms = [getattr(self, f"layer_norm_{i}") for i in range(num_sublayers)]
-    self._dropout = keras.layers.Dropout(dropout)
-    self.ffn = FeedForward(d_model, d_ff, relu_dropout, name="ffn")
-
-  def _attention(self, name):
-    a = self._args
-    return MultiHeadAttention(a["d_model"], a["num_heads"], a["key_dim"], a["value_dim"],
-                              a["attention_dropout"], name=name)
+    self._dropout = keras.layers.Dropout(self.config.dropout)
+    self.ffn = FeedForward(self.config.d_model, self.config.d_ff, self.config.relu_dropout,
+                           name="ffn")
+    c = self.config
+    self._attention_names = tuple(attention_names)
+    for name in attention_names:
+      setattr(self, name, MultiHeadAttention(c.d_model, c.num_heads, c.d_k, c.d_v,
+                                             c.attention_dropout, name=name))
 
   def build(self, input_shape):
-    for layer in self._flatten_layers(include_self=False, recursive=False):
+    attentions = [getattr(self, name) for name in self._attention_names]
+    for layer in (*self.norms, self.ffn, *attentions):
       if not layer.built:
         layer.build(input_shape)
     self.built = True
@@ -65,9 +63,7 @@ class _ResidualBlock(keras.layers.Layer):
     return input_shape
 
   def get_config(self):
-    config = super().get_config()
-    config.update(self._args)
-    return config
+    return {**super().get_config(), "config": self.config.to_dict()}
 
 
 @keras.saving.register_keras_serializable(package="t2t_repro")
@@ -75,9 +71,9 @@ class EncoderLayer(_ResidualBlock):
   """Self-attention then FFN, each with residual dropout and LayerNorm (§3.1, Figure 1 left).
 
   Args:
-    d_model, d_ff, num_heads, key_dim, value_dim: sizes (§3.2.2, §3.3).
-    dropout, attention_dropout, relu_dropout: rates (§5.4).
-    norm_type: "post" (paper) or "pre" (tensor2tensor v3).
+    config: a `model.config.ModelConfig` (or its `to_dict()`): d_model, d_ff, num_heads,
+      d_k, d_v (§3.2.2, §3.3); dropout, attention_dropout, relu_dropout (§5.4);
+      norm_type "post" (paper) or "pre" (tensor2tensor v3).
 
   Call args:
     x: float [batch, src_len, d_model].
@@ -89,9 +85,8 @@ class EncoderLayer(_ResidualBlock):
     float [batch, src_len, d_model] (and the weights if asked for).
   """
 
-  def __init__(self, d_model, d_ff, num_heads, **kwargs):
-    super().__init__(2, d_model, d_ff, num_heads, **kwargs)
-    self.self_attention = self._attention("self_attention")
+  def __init__(self, config, **kwargs):
+    super().__init__(("self_attention",), config, **kwargs)
 
   def call(self, x, bias=None, training=False, return_attention_scores=False):
     if return_attention_scores:
@@ -131,10 +126,8 @@ class DecoderLayer(_ResidualBlock):
     return_attention_scores, (x, None, (self_weights, memory_weights)).
   """
 
-  def __init__(self, d_model, d_ff, num_heads, **kwargs):
-    super().__init__(3, d_model, d_ff, num_heads, **kwargs)
-    self.self_attention = self._attention("self_attention")
-    self.memory_attention = self._attention("memory_attention")
+  def __init__(self, config, **kwargs):
+    super().__init__(("self_attention", "memory_attention"), config, **kwargs)
 
   def call(self, x, memory=None, self_bias=None, memory_bias=None, cache=None, step=None,
            training=False, return_attention_scores=False, grow_cache=False):

@@ -40,7 +40,6 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
     if d_model % 2:
       raise ValueError(f"sinusoidal positions need an even d_model, got {d_model}")
     self.d_model = d_model
-    self.supports_masking = True
 
   def call(self, x, start=0):
     positions = tf.range(tf.shape(x)[1]) + start
@@ -71,7 +70,6 @@ class LearnedPositionEmbedding(keras.layers.Layer):
     super().__init__(**kwargs)
     self.max_positions = max_positions
     self.d_model = d_model
-    self.supports_masking = True
 
   def build(self, input_shape=None):
     self.table = self.add_weight(name="table", shape=(self.max_positions, self.d_model),

@@ -3,8 +3,9 @@
 import keras
 import tensorflow as tf
 
-from t2t_repro.constants import NEG_INF
+from t2t_repro.constants import NEG_INF, PAD_ID
 from t2t_repro.model.attention import causal_bias, padding_bias
+from t2t_repro.model.config import ModelConfig
 from t2t_repro.model.embedding import SharedEmbedding
 from t2t_repro.model.layers import MEMORY_KEY, DecoderLayer, EncoderLayer
 from t2t_repro.model.position import LearnedPositionEmbedding, SinusoidalPositionEncoding
@@ -20,17 +21,9 @@ class Transformer(keras.Model):
   logits that predict `targets` themselves.
 
   Args:
-    vocab_size: shared vocabulary size V [tokens].
-    num_layers: N, for the encoder and the decoder.
-    d_model, d_ff, num_heads: sizes (§3.1-§3.3).
-    key_dim, value_dim: d_k, d_v per head (None: d_model // num_heads).
-    dropout: P_drop, residual and embedding dropout (§5.4).
-    attention_dropout, relu_dropout: extra dropouts of tensor2tensor (0 in the paper).
-    norm_type: "post" (paper) or "pre" (t2t v3; adds a final LayerNorm to each stack).
-    position_encoding: "sinusoid" (§3.5) or "learned" (Table 3 E).
-    max_positions: size of the position table [positions]: the rows of the learned
-      table; with either encoding the longest sequence decoding accepts
-      (`decoding.config.check_positions`).
+    config: a `model.config.ModelConfig` (sizes and options), or its fields as keyword
+      arguments (`Transformer(vocab_size=..., num_layers=...)`, as `get_config` stores
+      them). Its fields are also attributes of the model (`model.d_model`, ...).
 
   Call args:
     inputs: tuple (source ids int32 [batch, src_len], target ids int32 [batch, tgt_len]).
@@ -40,41 +33,27 @@ class Transformer(keras.Model):
     logits float32 [batch, tgt_len, vocab_size].
   """
 
-  def __init__(self, vocab_size, num_layers=6, d_model=512, d_ff=2048, num_heads=8, key_dim=None,
-               value_dim=None, dropout=0.1, attention_dropout=0.0, relu_dropout=0.0,
-               norm_type="post", position_encoding="sinusoid", max_positions=512, **kwargs):
+  def __init__(self, config=None, **kwargs):
+    fields = {name: kwargs.pop(name) for name in ModelConfig.field_names() if name in kwargs}
     super().__init__(**kwargs)
-    self._args = dict(vocab_size=vocab_size, num_layers=num_layers, d_model=d_model, d_ff=d_ff,
-                      num_heads=num_heads, key_dim=key_dim, value_dim=value_dim, dropout=dropout,
-                      attention_dropout=attention_dropout, relu_dropout=relu_dropout,
-                      norm_type=norm_type, position_encoding=position_encoding,
-                      max_positions=max_positions)
-    self.vocab_size = vocab_size
-    self.max_positions = max_positions
-    self.num_layers = num_layers
-    self.d_model = d_model
-    self.num_heads = num_heads
-    self.key_dim = key_dim or d_model // num_heads
-    self.value_dim = value_dim or d_model // num_heads
-    self.embedding = SharedEmbedding(vocab_size, d_model, name="shared_embedding")
-    if position_encoding == "sinusoid":
-      self.position = SinusoidalPositionEncoding(d_model, name="position")
-    elif position_encoding == "learned":
-      self.position = LearnedPositionEmbedding(max_positions, d_model, name="position")
+    self.config = ModelConfig.of(config) if config is not None else ModelConfig(**fields)
+    for name, value in self.config.to_dict().items():
+      setattr(self, name, value)
+    c = self.config
+    self.embedding = SharedEmbedding(c.vocab_size, c.d_model, name="shared_embedding")
+    if c.position_encoding == "sinusoid":
+      self.position = SinusoidalPositionEncoding(c.d_model, name="position")
     else:
-      raise ValueError(f"position_encoding must be 'sinusoid' or 'learned', got {position_encoding!r}")
-    self.embedding_dropout = keras.layers.Dropout(dropout)
-    layer_args = dict(d_model=d_model, d_ff=d_ff, num_heads=num_heads, key_dim=key_dim,
-                      value_dim=value_dim, dropout=dropout, attention_dropout=attention_dropout,
-                      relu_dropout=relu_dropout, norm_type=norm_type)
+      self.position = LearnedPositionEmbedding(c.max_positions, c.d_model, name="position")
+    self.embedding_dropout = keras.layers.Dropout(c.dropout)
     # Each layer is also an attribute: tf.train.Checkpoint does not look inside Keras's
     # tracked lists, so layers reachable only through a list would not be saved.
-    for i in range(num_layers):
-      setattr(self, f"encoder_{i}", EncoderLayer(**layer_args, name=f"encoder_{i}"))
-      setattr(self, f"decoder_{i}", DecoderLayer(**layer_args, name=f"decoder_{i}"))
-    self.encoder_layers = [getattr(self, f"encoder_{i}") for i in range(num_layers)]
-    self.decoder_layers = [getattr(self, f"decoder_{i}") for i in range(num_layers)]
-    self.pre_norm = norm_type == "pre"
+    for i in range(c.num_layers):
+      setattr(self, f"encoder_{i}", EncoderLayer(c, name=f"encoder_{i}"))
+      setattr(self, f"decoder_{i}", DecoderLayer(c, name=f"decoder_{i}"))
+    self.encoder_layers = [getattr(self, f"encoder_{i}") for i in range(c.num_layers)]
+    self.decoder_layers = [getattr(self, f"decoder_{i}") for i in range(c.num_layers)]
+    self.pre_norm = c.norm_type == "pre"
     if self.pre_norm:
       self.encoder_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="encoder_norm")
       self.decoder_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="decoder_norm")
@@ -82,12 +61,7 @@ class Transformer(keras.Model):
   @classmethod
   def from_hparams(cls, hparams, **kwargs):
     """Builds (and creates the variables of) a model from a `t2t_repro.hparams.HParams`."""
-    model = cls(vocab_size=hparams.vocab_size, num_layers=hparams.num_layers,
-                d_model=hparams.d_model, d_ff=hparams.d_ff, num_heads=hparams.num_heads,
-                key_dim=hparams.key_dim, value_dim=hparams.value_dim, dropout=hparams.dropout,
-                attention_dropout=hparams.attention_dropout, relu_dropout=hparams.relu_dropout,
-                norm_type=hparams.norm_type, position_encoding=hparams.position_encoding,
-                max_positions=hparams.max_positions, **kwargs)
+    model = cls(ModelConfig.from_hparams(hparams), **kwargs)
     model.build_variables()
     return model
 
@@ -147,7 +121,7 @@ class Transformer(keras.Model):
       float [batch, tgt_len, d_model], the states before the pre-softmax projection
       (and the weight lists if asked for).
     """
-    shifted = tf.pad(targets[:, :-1], [[0, 0], [1, 0]])
+    shifted = tf.pad(targets[:, :-1], [[0, 0], [1, 0]], constant_values=PAD_ID)  # start symbol
     x = self._embed(shifted, training)
     self_bias = causal_bias(tf.shape(targets)[1])
     self_weights, memory_weights = [], []
@@ -215,7 +189,7 @@ class Transformer(keras.Model):
     cache = {}
     for layer in self.decoder_layers:
       zeros = lambda depth: tf.zeros([batch, self.num_heads, length, depth], memory.dtype)
-      cache[layer.name] = {"self": {"k": zeros(self.key_dim), "v": zeros(self.value_dim)},
+      cache[layer.name] = {"self": {"k": zeros(self.d_k), "v": zeros(self.d_v)},
                            MEMORY_KEY: layer.memory_attention.memory_kv(memory)}
     return cache
 
@@ -273,6 +247,4 @@ class Transformer(keras.Model):
     return self.logits(x[:, 0]), new_cache
 
   def get_config(self):
-    config = super().get_config()
-    config.update(self._args)
-    return config
+    return {**super().get_config(), **self.config.to_dict()}

@@ -115,12 +115,16 @@ def _define_flags():
                        "train: dev loss every N updates (0: off).")
   flags.DEFINE_integer("seed", 1234, "train: the trainer's seed.")
   flags.DEFINE_list("train_flags", [],
-                    "train: more flags for python -m t2t_repro.train, e.g. "
+                    "train: more trainer flags (as python -m t2t_repro.train takes them), e.g. "
                     "--train_flags=--save_checkpoints_steps=500.")
   flags.DEFINE_bool("bracket_vocab", True,
                     "train: learn vocab.model here with every train bracket token "
                     "(and XX) as one piece (learn_bracket_vocab); false: let the "
                     "trainer learn a plain BPE vocabulary (brackets split in two).")
+
+
+def _define_decode_flags():
+  """The flags of --mode=decode (and of train's decoding at the end)."""
   flags.DEFINE_list("decode_splits", ["test", "dev"],
                     "train, decode: splits of DATA_DIR to decode and score.")
   decode_config.define_flags(
@@ -251,5 +255,6 @@ def main(argv):
 
 if __name__ == "__main__":
   _define_flags()
+  _define_decode_flags()
   flags.mark_flag_as_required("mode")
   cli.run(main, "parse")

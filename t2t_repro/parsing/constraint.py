@@ -36,6 +36,7 @@ before BPE (a word is tokenized the same way wherever it appears).
 
 import tensorflow as tf
 
+from t2t_repro.constants import PAD_ID
 from t2t_repro.parsing import trees
 
 SPACE_PIECE = "\u2581"  # sentencepiece's word-boundary mark
@@ -126,7 +127,7 @@ class TreeConstraint:
       i.e. per piece starting with ``▁`` (leaves="xx").
     """
     inputs = tf.convert_to_tensor(inputs, tf.int32)
-    real = tf.logical_and(tf.not_equal(inputs, 0), tf.not_equal(inputs, self.eos_id))
+    real = tf.logical_and(tf.not_equal(inputs, PAD_ID), tf.not_equal(inputs, self.eos_id))
     if self.leaves == "word":
       return tf.where(real, inputs, 0), tf.reduce_sum(tf.cast(real, tf.int32), axis=1)
     starts = tf.logical_and(real, tf.gather(self._word_start, inputs))

@@ -17,6 +17,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from t2t_repro.constants import PAD_ID
 from t2t_repro.model.transformer import Transformer
 from t2t_repro.training import checkpoints
 from t2t_repro.training.loss import smoothed_cross_entropy
@@ -214,7 +215,7 @@ class Trainer:
     inputs, targets = batch["inputs"], batch["targets"]
     memory, src_bias = self.model.encode(inputs, training=training)
     hidden = self.model.decoder_hidden(targets, memory, src_bias, training=training)
-    mask = tf.not_equal(targets, 0)
+    mask = tf.not_equal(targets, PAD_ID)
     if self.jit_compile:  # static shapes for XLA: project every position, weight pads by 0
       hidden = tf.reshape(hidden, [-1, self.hparams.d_model])
       labels = tf.reshape(targets, [-1])
@@ -226,7 +227,7 @@ class Trainer:
     smoothed, nll = smoothed_cross_entropy(self.model.logits(hidden), labels, weights,
                                            self.hparams.label_smoothing)
     return (smoothed, nll, tf.reduce_sum(tf.cast(mask, tf.float32)),
-            tf.reduce_sum(tf.cast(tf.not_equal(inputs, 0), tf.float32)))
+            tf.reduce_sum(tf.cast(tf.not_equal(inputs, PAD_ID), tf.float32)))
 
   def _forward_backward(self, batch, global_tokens):
     with tf.GradientTape() as tape:
@@ -238,7 +239,7 @@ class Trainer:
 
   def _replica_step(self, batches):
     ctx = tf.distribute.get_replica_context()
-    local_tokens = tf.add_n([tf.reduce_sum(tf.cast(tf.not_equal(b["targets"], 0), tf.float32))
+    local_tokens = tf.add_n([tf.reduce_sum(tf.cast(tf.not_equal(b["targets"], PAD_ID), tf.float32))
                              for b in batches])
     global_tokens = tf.maximum(ctx.all_reduce(SUM, local_tokens), 1.0)
     grads, sums = None, tf.zeros([4])
