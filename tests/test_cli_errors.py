@@ -1,4 +1,4 @@
-"""Every bad invocation of issue 15, run as a subprocess (docs/RELIABILITY.md lists them).
+"""Every bad invocation docs/RELIABILITY.md lists, run as a subprocess.
 
 Each must exit with the stated status (2 usage, 1 data), print exactly one
 `<command>: error: ...` line that names the flag / file / line, print no traceback,

@@ -1,5 +1,5 @@
 """Pins exact translations, n-best lists and scores of a fixed model, and the parser's
-constrained decoding, as produced before the decoding path was refactored (issue 14):
+constrained decoding, as produced before the decoding path was refactored:
 the one decoding path must not change any output.
 
 The translation model is tests/model_dir_util.py's random model dir (seeded weights,

@@ -1,4 +1,4 @@
-"""Replicas, accumulation and mixed precision give the update of one big batch (issue 7).
+"""Replicas, accumulation and mixed precision give the update of one big batch.
 
 The global-token normalization makes one update independent of how its batch is split:
 2 MirroredStrategy replicas with batches (a, b) == one replica with a and b stacked ==
