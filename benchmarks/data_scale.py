@@ -1,7 +1,7 @@
 r"""Data at the paper's scale: synthetic WMT14-sized corpora and what they cost.
 
-  python benchmarks/data_scale.py build   --out=/work/scratch/b13/data [--data_dir=shared/data]
-  python benchmarks/data_scale.py measure --out=/work/scratch/b13/data --work=/work/scratch/b13/work
+  python benchmarks/data_scale.py build   --out=scratch/b13/data [--data_dir=shared/data]
+  python benchmarks/data_scale.py measure --out=scratch/b13/data --work=scratch/b13/work
 
 `build` writes, deterministically (seeded permutations; nothing downloaded, nothing committed):
 
@@ -245,7 +245,7 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("mode", choices=["build", "measure"])
-  parser.add_argument("--data_dir", default=os.environ.get("T2T_DATA_DIR", "/work/shared/data"),
+  parser.add_argument("--data_dir", default=os.environ.get("T2T_DATA_DIR", "../shared/data"),
                       help="the real offline text (shared/data)")
   parser.add_argument("--out", required=True, help="scratch folder of the synthetic corpora")
   parser.add_argument("--work", default=None, help="scratch folder of vocabularies and model dirs "

@@ -70,7 +70,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peers  # pylint: disable=wrong-import-position
 
 RESULT_PREFIX = "DECODE_RESULT "
-DEFAULT_INPUT = "/work/shared/data/wmt14/newstest2014-full.en-de.en"
+DEFAULT_INPUT = "../shared/data/wmt14/newstest2014-full.en-de.en"
 MODES = ("cached", "cached_bfloat16", "uncached", "savedmodel", "ours_fixed", "model_garden_fixed",
          "ctranslate2_float32", "ctranslate2_int8")
 CT2_QUANTIZATION = {"ctranslate2_float32": None, "ctranslate2_int8": "int8"}

@@ -10,9 +10,6 @@ import pytest
 from t2t_repro import evaluate
 from t2t_repro import fileio
 
-NEWSTEST2014_DE = "/work/shared/data/wmt14/newstest2014-full.en-de.de"
-
-
 def test_identical_is_100():
   lines = ["Die Kaffee-Maschine ist kaputt.", "Das ist ein \"Test\" & mehr."]
   s = evaluate.score(lines, lines)
@@ -200,10 +197,11 @@ def test_cli(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def newstest_de():
-  if not os.path.exists(NEWSTEST2014_DE):
-    pytest.skip(f"{NEWSTEST2014_DE} not available")
-  return fileio.read_lines(NEWSTEST2014_DE)
+def newstest_de(shared_data_dir):
+  path = os.path.join(shared_data_dir, "wmt14", "newstest2014-full.en-de.de")
+  if not os.path.exists(path):
+    pytest.skip(f"{path} not available")
+  return fileio.read_lines(path)
 
 
 def test_real_newstest2014_self_is_100(newstest_de):

@@ -4,7 +4,7 @@ Five modes:
 
   # (a) Penn Treebank sample -> parallel text for the `parallel_text` problem
   python tools/parse.py --mode=prepare \
-      --ptb_dir=/work/shared/data/ptb_sample/combined --output_dir=/tmp/ptb
+      --ptb_dir=../shared/data/ptb_sample/combined --output_dir=/tmp/ptb
 
   writes {split}.src/.tgt/.tree, symbols.txt and stats.json for each split
   (see t2t_repro.parsing.prepare; {split}.tree is the gold file for
@@ -24,7 +24,7 @@ Five modes:
   #     trees over the input words, t2t_repro.parsing.constraint) ->
   #     delinearize -> EVALB
   python tools/parse.py --mode=train \
-      --ptb_dir=/work/shared/data/ptb_sample/combined --model_dir=runs/parse \
+      --ptb_dir=../shared/data/ptb_sample/combined --model_dir=runs/parse \
       [--hparams=parsing_small] [--hparams_override=k=v,...] \
       [--train_minutes=48] [--train_steps=N]
 
