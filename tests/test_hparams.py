@@ -139,6 +139,7 @@ def test_small_data_recipes():
   assert hour.dropout == 0.3 and hour.attention_dropout > 0 and hour.relu_dropout > 0
   assert 6000 <= hour.vocab_size <= 8000
   assert "starting point" in hour.description and "dev" in hour.description
+  assert (hour.beam_size, hour.alpha) == (5, 1.0)  # alpha chosen on val (docs/RESULTS.md)
 
 
 def test_lr_schedule_choice_is_validated():
