@@ -21,6 +21,7 @@ import time
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, _REPO)
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's start-up lines off stderr
 
 from t2t_repro import evaluate  # noqa: E402  pylint: disable=wrong-import-position
 from t2t_repro import fileio  # noqa: E402  pylint: disable=wrong-import-position
