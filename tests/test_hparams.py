@@ -136,10 +136,11 @@ def test_small_data_recipes():
   assert "lowercase" in tiny.description and "Wu et al. 2021" in tiny.description
   hour = get_hparams("multi30k_cpu_hour")
   assert hour.lr_schedule == "inverse_sqrt" and hour.peak_learning_rate > 0
-  assert hour.dropout == 0.3 and hour.attention_dropout > 0 and hour.relu_dropout > 0
+  assert (hour.norm_type, hour.peak_learning_rate, hour.adam_beta2) == ("pre", 0.004, 0.997)
+  assert hour.dropout == 0.2 and hour.attention_dropout > 0 and hour.relu_dropout > 0
   assert 6000 <= hour.vocab_size <= 8000
   assert "starting point" in hour.description and "dev" in hour.description
-  assert (hour.beam_size, hour.alpha) == (5, 1.0)  # alpha chosen on val (docs/RESULTS.md)
+  assert (hour.beam_size, hour.alpha) == (4, 1.0)  # chosen on val (docs/RESULTS.md)
 
 
 def test_lr_schedule_choice_is_validated():
