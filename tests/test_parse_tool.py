@@ -37,7 +37,8 @@ def trained(ptb_dir, tmp_path_factory):
       [sys.executable, PARSE_TOOL, "--mode=train", f"--ptb_dir={ptb_dir}",
        f"--model_dir={model_dir}", SPLITS, f"--hparams_override={TINY}",
        "--train_steps=20", "--train_minutes=0", "--eval_every_steps=10",
-       "--train_flags=--save_checkpoints_secs=0,--log_every_steps=10"],
+       "--train_flags=--save_checkpoints_secs=0,--log_every_steps=10,"
+       "--save_checkpoints_steps=10,--average_last=2"],
       capture_output=True, text=True, timeout=300,
       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
   assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
@@ -56,6 +57,8 @@ def test_train_decodes_well_formed_trees_with_finite_f1(trained):
   assert scores["train"]["config"]["problem"] == "parallel_text"
   assert set(scores["wall_seconds"]) == {"train", "decode_and_score", "total"}
   assert scores["decode"]["step"] == 20
+  # --average_last: the model decoded is the average of ckpt-10 and ckpt-20.
+  assert scores["decode"]["checkpoint"] == os.path.join(model_dir, "averaged", "ckpt-20")
   data_dir = os.path.join(model_dir, "data")
   for split, count in (("dev", 5), ("test", 8)):
     entry = scores["decode"][split]
@@ -151,6 +154,36 @@ def test_decode_mode_ensemble_of_a_checkpoint_with_itself(trained):
 
   checkpoint = os.path.join(model_dir, "ckpt-20")
   assert decode(f"--checkpoint_path={checkpoint},{checkpoint}") == (decode()[0], [20, 20])
+
+
+def _decode(model_dir, *extra):
+  return subprocess.run(
+      [sys.executable, PARSE_TOOL, "--mode=decode", f"--model_dir={model_dir}",
+       "--beam_size=2", "--decode_extra_length=20", *extra],
+      capture_output=True, text=True, timeout=300,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+
+
+def test_alpha_chosen_on_dev_scores_every_split_with_it(trained):
+  model_dir, _ = trained
+  proc = _decode(model_dir, "--decode_splits=dev,test", "--alphas=0,2.5")
+  assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+  decode = json.load(open(os.path.join(model_dir, "parse_scores.json")))["decode"]
+  sweep = decode["alpha_sweep"]
+  assert list(sweep) == ["0", "2.5"]
+  chosen = 0.0 if sweep["0"] >= sweep["2.5"] else 2.5  # ties go to the first listed
+  assert decode["dev"]["alpha"] == decode["test"]["alpha"] == chosen
+  assert decode["dev"]["evalb"]["all"]["f1"] == sweep[f"{chosen:g}"]
+  swept = _lines(os.path.join(model_dir, "decode", "alpha_2.5", "dev.pred.tgt"))
+  # Each value of the sweep decodes exactly as --alpha with that value.
+  proc = _decode(model_dir, "--decode_splits=dev", "--alpha=2.5")
+  assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+  assert _lines(os.path.join(model_dir, "decode", "dev.pred.tgt")) == swept
+  proc = _decode(model_dir, "--alpha=0.3", "--alphas=0,1")
+  assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+      "parse: error: --alpha and --alphas: give one"], proc.stderr
+  proc = _decode(model_dir, "--alphas=0,-1")
+  assert proc.returncode == 2 and "--alphas: numbers >= 0" in proc.stderr
 
 
 def test_data_stats_record_constraint_bounds_and_reject_old_files(trained, tmp_path):

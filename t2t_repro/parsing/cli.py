@@ -19,14 +19,15 @@ Five modes:
       --predictions=pred.tgt --output=trees.txt
 
   # (d) everything, end to end: prepare -> bracket-aware vocabulary ->
-  #     train (python -m t2t_repro.train, a subprocess) -> decode test and
+  #     train (training.api.train, in this process) -> decode test and
   #     dev (beam 21, alpha 0.3, input + 300; constrained to well-formed
   #     trees over the input words, t2t_repro.parsing.constraint) ->
-  #     delinearize -> EVALB
+  #     delinearize -> EVALB. With --train_flags=--average_last=N the averaged
+  #     model is decoded; with --alphas=a,b,... alpha is chosen on dev.
   python tools/parse.py --mode=train \
       --ptb_dir=../shared/data/ptb_sample/combined --model_dir=runs/parse \
       [--hparams=parsing_small] [--hparams_override=k=v,...] \
-      [--train_minutes=48] [--train_steps=N]
+      [--train_minutes=48] [--train_steps=N] [--alphas=0,0.3,0.6]
 
   # (e) decode and score an existing model dir (data from --mode=train)
   python tools/parse.py --mode=decode --model_dir=runs/parse \
@@ -137,6 +138,11 @@ def _define_decode_flags():
                           "padded length (default 1024; each row has beam_size "
                           "hypotheses)."})
   flags.adopt_module_key_flags(decode_config)  # --help lists the decoding flags
+  flags.DEFINE_list("alphas", [],
+                    "train, decode: alpha values to choose from on dev (dev is decoded once "
+                    "per value, every split is scored with the best dev F1); empty: --alpha.")
+  flags.register_validator(
+      "alphas", _valid_alphas, message="--alphas: numbers >= 0, comma-separated")
   flags.DEFINE_bool("constrained", True,
                     "decode: constrained beam search (t2t_repro.parsing."
                     "constraint): only well-formed trees over the source words.")
@@ -145,6 +151,13 @@ def _define_decode_flags():
   command_flags.define_checkpoint_path(
       "decode: checkpoint prefix (default: the latest); several, comma-separated, decode "
       "as one ensemble.")
+
+
+def _valid_alphas(values):
+  try:
+    return all(float(v) >= 0 for v in values)
+  except ValueError:
+    return False
 
 
 def _splits():
@@ -202,7 +215,7 @@ def run_train():
   model_dir, data_dir = FLAGS.model_dir, _data_dir()
   start = time.monotonic()
   try:
-    train_seconds = pipeline.train_parser(
+    train_seconds, result = pipeline.train_parser(
         FLAGS.ptb_dir, model_dir, data_dir, splits=_splits(), leaves=FLAGS.leaves,
         hparams=FLAGS.hparams, hparams_override=FLAGS.hparams_override,
         bracket_vocab=FLAGS.bracket_vocab, train_minutes=FLAGS.train_minutes,
@@ -211,7 +224,7 @@ def run_train():
   except RuntimeError as e:
     sys.exit(str(e))
   decode_start = time.monotonic()
-  _run_decode(model_dir, data_dir)
+  _run_decode(model_dir, data_dir, result.averaged or FLAGS.checkpoint_path)
   decode_seconds = time.monotonic() - decode_start
   total = time.monotonic() - start
   pipeline.update_json(os.path.join(model_dir, "parse_scores.json"), {"wall_seconds": {
@@ -222,18 +235,21 @@ def run_train():
         f"in {model_dir}/parse_scores.json", flush=True)
 
 
-def _run_decode(model_dir, data_dir):
+def _run_decode(model_dir, data_dir, checkpoint_path):
+  if FLAGS.alphas and FLAGS["alpha"].present:
+    raise app.UsageError("--alpha and --alphas: give one")
   pipeline.decode_model_dir(
       model_dir, data_dir, FLAGS.decode_splits, beam_size=FLAGS.beam_size,
-      alpha=FLAGS.alpha, decode_extra_length=FLAGS.decode_extra_length,
-      batch_tokens=FLAGS.batch_tokens, max_sentences=FLAGS.max_sentences,
-      checkpoint_path=FLAGS.checkpoint_path, constrained=FLAGS.constrained)
+      alpha=FLAGS.alpha, alphas=[float(a) for a in FLAGS.alphas],
+      decode_extra_length=FLAGS.decode_extra_length, batch_tokens=FLAGS.batch_tokens,
+      max_sentences=FLAGS.max_sentences, checkpoint_path=checkpoint_path,
+      constrained=FLAGS.constrained)
 
 
 def run_decode():
   _require("model_dir")
   try:
-    _run_decode(FLAGS.model_dir, _data_dir())
+    _run_decode(FLAGS.model_dir, _data_dir(), FLAGS.checkpoint_path)
   except EnsembleError as e:
     raise app.UsageError(str(e)) from None
 

@@ -205,7 +205,7 @@ def train_parser(ptb_dir, model_dir, data_dir, *, splits=None, leaves="word",
     bracket_vocab: learn the vocabulary here (every bracket token one piece).
 
   Returns:
-    float, the trainer's wall time [seconds].
+    (seconds: float, the trainer's wall time; result: its `training.config.TrainResult`).
 
   Raises:
     cli.UsageError, cli.DataError: a bad setting or unusable data (``train``).
@@ -247,7 +247,7 @@ def train_parser(ptb_dir, model_dir, data_dir, *, splits=None, leaves="word",
       "bracket_vocab": bracket_vocab,
       "target_pieces_per_line": None if per_line is None else round(per_line, 2),
   }})
-  return seconds
+  return seconds, result
 
 
 def decode_split(translator, data_dir, split, output_dir, *, max_sentences=0,
@@ -311,16 +311,48 @@ def decode_split(translator, data_dir, split, output_dir, *, max_sentences=0,
   return result, info
 
 
+def choose_alpha(translator, data_dir, output_dir, alphas, *, max_sentences=0, leaves="word"):
+  """The length-penalty exponent with the best dev F1: decodes ``dev`` once per value.
+
+  The outputs of each value go to ``{output_dir}/alpha_{value}/``. Ties go to the
+  value listed first.
+
+  Args:
+    translator: a ``Translator``; its config's alpha is replaced by each value.
+    data_dir, max_sentences, leaves: see ``decode_split``.
+    output_dir: str, the parent of the per-value folders.
+    alphas: list[float], the values (each >= 0).
+
+  Returns:
+    (alpha: float, (result, info) of ``decode_split`` on dev with it,
+     sweep: dict "alpha" -> dev F1 (all lengths) of every value).
+
+  Raises:
+    the errors of ``decode_split`` (e.g. FileNotFoundError: no dev split).
+  """
+  best, sweep = None, {}
+  for alpha in alphas:
+    translator.config = dataclasses.replace(translator.config, alpha=alpha)
+    result, info = decode_split(translator, data_dir, "dev",
+                                os.path.join(output_dir, f"alpha_{alpha:g}"),
+                                max_sentences=max_sentences, leaves=leaves)
+    sweep[f"{alpha:g}"] = f1 = result.all.f1
+    print(f"dev F1 with alpha {alpha:g}: {f1:.2f}", flush=True)
+    if best is None or f1 > best[0]:
+      best = (f1, alpha, (result, info))
+  return best[1], best[2], sweep
+
+
 def decode_model_dir(model_dir, data_dir, splits, *, beam_size=None,
-                     alpha=None, decode_extra_length=None, batch_tokens=None,
+                     alpha=None, alphas=(), decode_extra_length=None, batch_tokens=None,
                      max_sentences=0, checkpoint_path=None, constrained=True):
   """Decodes and scores ``splits`` with the latest (or given) checkpoint.
 
   Prints, per split, the well-formed count, the decoding time and EVALB's
   report (all sentences and length <= 40); merges the numbers into
   ``{model_dir}/parse_scores.json`` under ``decode`` ->
-  split -> {``evalb``: ``evalb.as_dict``, ...}, plus ``checkpoint`` and
-  ``step``.
+  split -> {``evalb``: ``evalb.as_dict``, ...}, plus ``checkpoint``,
+  ``step`` and, with ``alphas``, ``alpha_sweep`` (alpha -> dev F1).
 
   Args:
     model_dir: str, a trained model dir.
@@ -328,6 +360,8 @@ def decode_model_dir(model_dir, data_dir, splits, *, beam_size=None,
     splits: list[str], e.g. ["dev", "test"].
     beam_size, alpha, decode_extra_length: None means the model's hparams
       (``DecodeConfig.resolve``).
+    alphas: empty, or alpha values to choose from on dev (``choose_alpha``); every
+      split is then scored with the chosen one (dev is not decoded twice).
     batch_tokens: padded source pieces per batch (None: DEFAULT_BATCH_TOKENS;
       each row decodes beam_size hypotheses).
     max_sentences: see ``decode_split``.
@@ -363,10 +397,15 @@ def decode_model_dir(model_dir, data_dir, splits, *, beam_size=None,
   leaves = stats["leaves"]
   constraint = tree_constraint(tokenizer, stats) if constrained else None
   translator = Translator(model, tokenizer, config, constraint)
+  output_dir, done = os.path.join(model_dir, "decode"), {}
+  if alphas:
+    alpha, done["dev"], entry["alpha_sweep"] = choose_alpha(
+        translator, data_dir, output_dir, alphas, max_sentences=max_sentences, leaves=leaves)
+    translator.config = dataclasses.replace(config, alpha=alpha)
+    print(f"alpha {alpha:g} chosen on dev", flush=True)
   for split in splits:
-    result, info = decode_split(
-        translator, data_dir, split, os.path.join(model_dir, "decode"),
-        max_sentences=max_sentences, leaves=leaves)
+    result, info = done.get(split) or decode_split(
+        translator, data_dir, split, output_dir, max_sentences=max_sentences, leaves=leaves)
     print(f"\n=== {split}: {info['sentences']} sentences decoded in "
           f"{info['decode_seconds']:.1f} s ({info['sentences_per_second']:.2f} "
           f"sent/s); {info['well_formed']} outputs well formed, "
