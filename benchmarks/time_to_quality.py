@@ -26,7 +26,7 @@ Usage (one heavy job at a time; the whole run takes about 2 x cpu_minutes / 2 co
 time plus the decoding):
 
   python benchmarks/time_to_quality.py --data_dir=../shared/data --work_dir=runs/ttq \
-      --hparams=multi30k_cpu_hour --cpu_minutes=120
+      --hparams=multi30k_cpu_hour --cpu_minutes=120 [--mixed_precision=mixed_bfloat16]
 
 Writes work_dir/time_to_quality.json, .md (the table) and .png (dev BLEU against CPU minutes).
 """
@@ -121,7 +121,7 @@ def train_ours(args):
          "--train_steps=1000000", "--eval_every_steps=0", "--dev_bleu_lines=0",
          f"--save_checkpoints_steps={args.save_every_steps}", "--save_checkpoints_secs=0",
          "--keep_checkpoint_max=100000", f"--log_every_steps={args.save_every_steps}",
-         f"--seed={args.seed}"]
+         f"--seed={args.seed}", f"--mixed_precision={args.mixed_precision}"]
   return run_budgeted(cmd, args.cpu_minutes * 60, os.path.join(args.work_dir, "ours.log"))
 
 
@@ -129,7 +129,8 @@ def train_peer(args, vocab_path):
   cmd = [sys.executable, os.path.abspath(__file__), "--role=peer_train",
          f"--data_dir={args.data_dir}", f"--work_dir={args.work_dir}",
          f"--hparams={args.hparams}", f"--vocab={vocab_path}",
-         f"--save_every_steps={args.save_every_steps}", f"--seed={args.seed}"]
+         f"--save_every_steps={args.save_every_steps}", f"--seed={args.seed}",
+         f"--mixed_precision={args.mixed_precision}"]
   return run_budgeted(cmd, args.cpu_minutes * 60, os.path.join(args.work_dir, "peer.log"))
 
 
@@ -162,6 +163,8 @@ def peer_train(args):
 
   hp = hparams_lib.get_hparams(args.hparams)
   tf.random.set_seed(args.seed)
+  if args.mixed_precision != "none":  # Model Garden's runtime.mixed_precision_dtype
+    tf_keras.mixed_precision.set_global_policy(args.mixed_precision)
   tokenizer = vocab.Tokenizer.from_file(args.vocab)
   train = _problem(args.data_dir).corpus("train", os.path.join(args.work_dir, "vocab"))
   data = iter(batching.make_dataset(train, tokenizer, batch_tokens=hp.batch_tokens,
@@ -306,7 +309,8 @@ def report(args, results):
   """Writes the .json, .md table and .png curves; returns the markdown."""
   target = args.target_bleu or results["peer"]["points"][-1]["dev_bleu"]
   lines = [f"Multi30k En-De, `{args.hparams}` size, budget {args.cpu_minutes} CPU minutes each, "
-           f"dev = first {args.dev_lines} lines of val, target dev BLEU {target:.2f}", "",
+           f"training precision {args.mixed_precision}, dev = first {args.dev_lines} lines of "
+           f"val, target dev BLEU {target:.2f}", "",
            "| system | step | CPU min | wall min | load | dev sacreBLEU |", "|---|---|---|---|---|---|"]
   for system in ("ours", "peer"):
     for p in results[system]["points"]:
@@ -363,6 +367,10 @@ def main():
   parser.add_argument("--target_bleu", type=float, default=0.0,
                       help="dev BLEU target (0: Model Garden's final dev BLEU)")
   parser.add_argument("--seed", type=int, default=1234)
+  parser.add_argument("--mixed_precision", default="none",
+                      choices=["none", "mixed_bfloat16"],
+                      help="training precision of both systems (decoding is float32; "
+                           "mixed_float16 would need a loss scale in the peer's step)")
   parser.add_argument("--vocab"), parser.add_argument("--checkpoints")
   parser.add_argument("--input_file"), parser.add_argument("--output_file")
   args = parser.parse_args()
