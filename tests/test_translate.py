@@ -13,7 +13,7 @@ from t2t_repro.data.batching import length_sorted_batches
 from t2t_repro.decoding.translator import DecodeConfig, Translator, check_positions, format_nbest
 from t2t_repro.model.transformer import Transformer
 from t2t_repro.decoding.loading import load_for_inference
-from t2t_repro.training.checkpoints import restore_weights
+from t2t_repro.model.weights import restore_weights
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

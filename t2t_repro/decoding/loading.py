@@ -26,7 +26,7 @@ from t2t_repro.data.vocab import Tokenizer
 from t2t_repro.decoding.ensemble import Ensemble
 from t2t_repro.hparams import HParams
 from t2t_repro.model.transformer import Transformer
-from t2t_repro.training.checkpoints import restore_weights
+from t2t_repro.model.weights import restore_weights
 
 INFERENCE_DTYPES = ("float32", "bfloat16")
 
@@ -81,7 +81,7 @@ def load_for_inference(model_dir, checkpoint_path=None, inference_dtype="float32
     FileNotFoundError: hparams.json, vocab.model or the checkpoint is missing.
     ValueError: hparams.json is invalid, or the checkpoint does not hold every
       weight of this model (wrong model dir or hparams), see
-      `training.checkpoints.restore_weights`; an unknown inference_dtype.
+      `model.weights.restore_weights`; an unknown inference_dtype.
   """
   if inference_dtype not in INFERENCE_DTYPES:
     raise ValueError(f"inference_dtype must be one of {INFERENCE_DTYPES}, got {inference_dtype!r}")

@@ -3,9 +3,9 @@ checkpoints, written at 10-minute intervals; the big models the last 20).
 
 Object-based, as tensor2tensor's avg_checkpoints.py but through the model: the model
 is built from hparams.json, each checkpoint is restored into it
-(`checkpoints.restore_weights`, every weight checked), the MODEL weights are
+(`model.weights.restore_weights`, every weight checked), the MODEL weights are
 averaged element-wise (float64 sums; optimizer slots are not read), and the result
-is written as a complete model dir (`checkpoints.write_weights_model_dir`) under the
+is written as a complete model dir (`model.weights.write_weights_model_dir`) under the
 global step of the newest source checkpoint, with an `averaged.json` naming the
 sources. Used by `tools/average_checkpoints.py` and by `train --average_last=N`.
 """
@@ -20,7 +20,7 @@ import tensorflow as tf
 
 from t2t_repro.hparams import HParams
 from t2t_repro.model.transformer import Transformer
-from t2t_repro.training.checkpoints import restore_weights, write_weights_model_dir
+from t2t_repro.model.weights import restore_weights, write_weights_model_dir
 
 
 def last_checkpoints(model_dir, num_last):

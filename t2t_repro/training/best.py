@@ -20,7 +20,7 @@ import tempfile
 from typing import Optional
 
 from t2t_repro import fileio
-from t2t_repro.training.checkpoints import write_weights_model_dir
+from t2t_repro.model.weights import write_weights_model_dir
 
 BEST_DIR = "best"
 STATE_FILE = "early_stopping.json"
