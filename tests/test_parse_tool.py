@@ -174,6 +174,9 @@ def test_alpha_chosen_on_dev_scores_every_split_with_it(trained):
   chosen = 0.0 if sweep["0"] >= sweep["2.5"] else 2.5  # ties go to the first listed
   assert decode["dev"]["alpha"] == decode["test"]["alpha"] == chosen
   assert decode["dev"]["evalb"]["all"]["f1"] == sweep[f"{chosen:g}"]
+  chosen_dir = os.path.join(model_dir, "decode", f"alpha_{chosen:g}")
+  assert decode["dev"]["predictions"] == os.path.join(model_dir, "decode", "dev.pred.tgt")
+  assert _lines(decode["dev"]["predictions"]) == _lines(os.path.join(chosen_dir, "dev.pred.tgt"))
   swept = _lines(os.path.join(model_dir, "decode", "alpha_2.5", "dev.pred.tgt"))
   # Each value of the sweep decodes exactly as --alpha with that value.
   proc = _decode(model_dir, "--decode_splits=dev", "--alpha=2.5")
@@ -184,6 +187,18 @@ def test_alpha_chosen_on_dev_scores_every_split_with_it(trained):
       "parse: error: --alpha and --alphas: give one"], proc.stderr
   proc = _decode(model_dir, "--alphas=0,-1")
   assert proc.returncode == 2 and "--alphas: numbers >= 0" in proc.stderr
+
+
+def test_alpha_and_alphas_refused_before_training(ptb_dir, tmp_path):
+  model_dir = tmp_path / "never_written"
+  proc = subprocess.run(
+      [sys.executable, PARSE_TOOL, "--mode=train", f"--ptb_dir={ptb_dir}",
+       f"--model_dir={model_dir}", "--alpha=0.3", "--alphas=0,1"],
+      capture_output=True, text=True, timeout=120,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+      "parse: error: --alpha and --alphas: give one"], proc.stderr
+  assert not model_dir.exists()
 
 
 def test_data_stats_record_constraint_bounds_and_reject_old_files(trained, tmp_path):

@@ -212,6 +212,7 @@ def _data_dir():
 def run_train():
   """prepare -> vocabulary -> trainer subprocess -> decode + EVALB."""
   _require("ptb_dir", "model_dir")
+  _check_alpha_flags()
   model_dir, data_dir = FLAGS.model_dir, _data_dir()
   start = time.monotonic()
   try:
@@ -235,9 +236,13 @@ def run_train():
         f"in {model_dir}/parse_scores.json", flush=True)
 
 
-def _run_decode(model_dir, data_dir, checkpoint_path):
+def _check_alpha_flags():
+  """Before anything is written (train: before training)."""
   if FLAGS.alphas and FLAGS["alpha"].present:
     raise app.UsageError("--alpha and --alphas: give one")
+
+
+def _run_decode(model_dir, data_dir, checkpoint_path):
   pipeline.decode_model_dir(
       model_dir, data_dir, FLAGS.decode_splits, beam_size=FLAGS.beam_size,
       alpha=FLAGS.alpha, alphas=[float(a) for a in FLAGS.alphas],
@@ -248,6 +253,7 @@ def _run_decode(model_dir, data_dir, checkpoint_path):
 
 def run_decode():
   _require("model_dir")
+  _check_alpha_flags()
   try:
     _run_decode(FLAGS.model_dir, _data_dir(), FLAGS.checkpoint_path)
   except EnsembleError as e:

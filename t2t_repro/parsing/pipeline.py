@@ -13,6 +13,7 @@ adds the training settings and wall time).
 import dataclasses
 import json
 import os
+import shutil
 import sys
 import time
 
@@ -314,8 +315,9 @@ def decode_split(translator, data_dir, split, output_dir, *, max_sentences=0,
 def choose_alpha(translator, data_dir, output_dir, alphas, *, max_sentences=0, leaves="word"):
   """The length-penalty exponent with the best dev F1: decodes ``dev`` once per value.
 
-  The outputs of each value go to ``{output_dir}/alpha_{value}/``. Ties go to the
-  value listed first.
+  The outputs of each value go to ``{output_dir}/alpha_{value}/``, and those of the
+  chosen value are also copied to ``{output_dir}/dev.pred.{tgt,tree}`` (the files
+  ``decode_split`` writes). Ties go to the value listed first.
 
   Args:
     translator: a ``Translator``; its config's alpha is replaced by each value.
@@ -340,7 +342,10 @@ def choose_alpha(translator, data_dir, output_dir, alphas, *, max_sentences=0, l
     print(f"dev F1 with alpha {alpha:g}: {f1:.2f}", flush=True)
     if best is None or f1 > best[0]:
       best = (f1, alpha, (result, info))
-  return best[1], best[2], sweep
+  _, alpha, (result, info) = best
+  for key, suffix in (("predictions", "tgt"), ("trees", "tree")):
+    info[key] = shutil.copyfile(info[key], os.path.join(output_dir, f"dev.pred.{suffix}"))
+  return alpha, (result, info), sweep
 
 
 def decode_model_dir(model_dir, data_dir, splits, *, beam_size=None,
