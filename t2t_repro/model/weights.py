@@ -79,4 +79,3 @@ def write_weights_model_dir(model, step, source_dir, output_dir, info_name, info
         fileio.write_atomic(os.path.join(output_dir, name), f.read())
   fileio.write_json(os.path.join(output_dir, info_name), info)
   return path
-
