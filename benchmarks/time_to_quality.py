@@ -110,7 +110,7 @@ def prepare(args):
   from t2t_repro.data import vocab  # pylint: disable=import-outside-toplevel
   hp = hparams_lib.get_hparams(args.hparams)
   return vocab.get_or_learn_vocab(_problem(args.data_dir), hp.vocab_size,
-                                  os.path.join(args.work_dir, "vocab"))
+                                  os.path.join(args.work_dir, "vocab"), lowercase=hp.lowercase)
 
 
 def train_ours(args):

@@ -46,6 +46,11 @@ class HParams:
     relu_dropout: dropout after the FFN ReLU (0 in the paper; t2t 0.1).
     label_smoothing: eps_ls (§5.4).
     vocab_size: size of the shared source/target BPE vocabulary [tokens].
+    lowercase: lowercase all text, source and target, inside the BPE model (a
+      sentencepiece normalization rule, so training, translation and an exported
+      SavedModel all lowercase their input the same way; outputs are lowercase).
+      Moses `lowercase.perl`, as the Multi30k papers prepare their text
+      (Wu et al. 2021). Score such a model with the lowercased BLEU of `evaluate`.
     norm_type: "post" (paper: LayerNorm(x + Sublayer(x))) or "pre" (t2t v3).
     position_encoding: "sinusoid" (§3.5) or "learned" (Table 3 E).
     max_length: longest training example kept [tokens] (the last batching bucket).
@@ -84,6 +89,7 @@ class HParams:
   relu_dropout: float = 0.0
   label_smoothing: float = 0.1
   vocab_size: int = 37000
+  lowercase: bool = False
   norm_type: str = "post"
   position_encoding: str = "sinusoid"
   max_length: int = 256

@@ -115,6 +115,28 @@ def test_get_or_learn_vocab_caches(shared_data_dir, tmp_path, monkeypatch):
   assert vocab.get_or_learn_vocab(problem, 1000, str(tmp_path)) == path
 
 
+def test_lowercase_vocab_lowercases_like_str_lower_everywhere(shared_data_dir, tmp_path):
+  """A lowercasing model: its ids are those of the lowercased text, in sentencepiece and
+  in the in-graph tokenizer, and decode(encode(x)) == x.lower() (Moses lowercase.perl)."""
+  en, de = _news_files(shared_data_dir, (2015,))
+  problem = problems.get_problem("parallel_text", train_src=en, train_tgt=de)
+  path = vocab.get_or_learn_vocab(problem, 1000, str(tmp_path), lowercase=True)
+  assert path == os.path.join(str(tmp_path), f"vocab.{problem.vocab_key}.1000.lc.model")
+  lowercasing = vocab.Tokenizer.from_file(path)
+  cased = vocab.Tokenizer.from_file(vocab.get_or_learn_vocab(problem, 1000, str(tmp_path)))
+  assert (lowercasing.lowercase, cased.lowercase) == (True, False)
+  sp = spm.SentencePieceProcessor(model_proto=lowercasing.model_proto)
+  assert not any(any(c != c.lower() for c in sp.id_to_piece(i)) for i in range(3, 1000))
+  lines = [line.strip() for line in text_files.iter_lines([de])][:300] + [
+      "DIE STRASSE ÜBER DEM ÄRMELKANAL", "Ein Mann (\"Bob\") läuft."]
+  ids = lowercasing.encode(tf.constant(lines)).to_list()
+  assert ids == [sp.encode(line.lower()) + [vocab.EOS_ID] for line in lines]
+  decoded = lowercasing.decode(lowercasing.encode(tf.constant(lines)).to_tensor()).numpy()
+  assert [d.decode("utf-8") for d in decoded] == [line.lower() for line in lines]
+  assert len(vocab.lowercase_rules().splitlines()) == sum(
+      chr(c) != chr(c).lower() for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+
+
 def test_rejects_other_special_ids_and_too_little_text(tmp_path):
   model = io.BytesIO()
   spm.SentencePieceTrainer.train(sentence_iterator=iter(["a b c d e f g h"] * 20), model_writer=model,

@@ -130,7 +130,7 @@ def test_small_data_recipes():
   tiny = get_hparams("multi30k_revisit_tiny")
   assert (tiny.num_layers, tiny.d_model, tiny.d_ff, tiny.num_heads, tiny.norm_type) == \
       (4, 128, 256, 4, "post")
-  assert (tiny.dropout, tiny.label_smoothing, tiny.vocab_size) == (0.3, 0.1, 10000)
+  assert (tiny.dropout, tiny.label_smoothing, tiny.vocab_size, tiny.lowercase) == (0.3, 0.1, 10000, True)
   assert (tiny.adam_beta1, tiny.adam_beta2) == (0.9, 0.98)
   assert (tiny.lr_schedule, tiny.warmup_steps, tiny.peak_learning_rate) == ("inverse_sqrt", 2000, 0.005)
   assert (tiny.batch_tokens, tiny.train_steps, tiny.checkpoint_average, tiny.beam_size) == \

@@ -9,7 +9,9 @@ tf.function and an exported SavedModel.
 
 Normalization: the `identity` rule and `remove_extra_whitespaces=False`, so
 `decode(encode(x)) == x` for every line x of the training text (lines are
-already stripped by text_files). The one exception: a character that never
+already stripped by text_files); with `lowercase=True` a rule that maps every
+character to its Unicode lowercase (`LOWERCASE_RULES`, what Moses
+`lowercase.perl` does), so `decode(encode(x)) == x.lower()`. The one exception: a character that never
 occurs in the training text (coverage 1.0 keeps every one that does) becomes
 unk (id 2) because byte fallback is off, and decodes as " ⁇ " (sentencepiece's
 unk surface). Example: the German quotes "›" "‹" of one newstest2014 line are
@@ -18,6 +20,7 @@ absent from the WMT news training years.
 
 import io
 import os
+import tempfile
 
 import numpy as np
 import sentencepiece as spm
@@ -33,7 +36,21 @@ from t2t_repro.data import text_files
 MAX_SENTENCE_BYTES = 4192
 
 
-def learn_vocab(texts, vocab_size, model_prefix, *, character_coverage=1.0,
+def lowercase_rules():
+  """sentencepiece normalization rules (TSV, hex code points) mapping every character
+  whose Unicode lowercase differs to that lowercase, as Python's `str.lower` and Perl's
+  `lc` (Moses `lowercase.perl`) do; 1,433 rules, compiled into the model's charsmap."""
+  rules = []
+  for cp in range(0x110000):
+    if 0xD800 <= cp <= 0xDFFF:
+      continue
+    lower = chr(cp).lower()
+    if lower != chr(cp):
+      rules.append(f"{cp:X}\t{' '.join(f'{ord(c):X}' for c in lower)}\n")
+  return "".join(rules)
+
+
+def learn_vocab(texts, vocab_size, model_prefix, *, lowercase=False, character_coverage=1.0,
                 input_sentence_size=10_000_000, seed=1, num_threads=16):
   """Learns a sentencepiece BPE model and writes `{model_prefix}.model`.
 
@@ -42,6 +59,7 @@ def learn_vocab(texts, vocab_size, model_prefix, *, character_coverage=1.0,
       `text_files.iter_lines(paths)`). Empty strings are skipped.
     vocab_size: number of pieces, including pad/eos/unk.
     model_prefix: output path without ".model"; its folder is created.
+    lowercase: lowercase every text the model tokenizes (`lowercase_rules`).
     character_coverage: share of characters kept as pieces (1.0: all).
     input_sentence_size: at most this many sentences are used, sampled at
       random (reservoir) when the corpus is larger (WMT14 En-Fr: 72M lines).
@@ -72,14 +90,9 @@ def learn_vocab(texts, vocab_size, model_prefix, *, character_coverage=1.0,
   model = io.BytesIO()
   spm.set_random_generator_seed(seed)
   try:
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=sentences(), model_writer=model, vocab_size=vocab_size,
-        model_type="bpe", pad_id=PAD_ID, eos_id=EOS_ID, unk_id=UNK_ID, bos_id=-1,
-        normalization_rule_name="identity", remove_extra_whitespaces=False, byte_fallback=False,
-        character_coverage=character_coverage, input_sentence_size=input_sentence_size,
-        shuffle_input_sentence=True, num_threads=num_threads,
-        max_sentence_length=MAX_SENTENCE_BYTES,
-        minloglevel=1)
+    _train_bpe(sentences(), model, vocab_size, lowercase,
+               character_coverage=character_coverage, input_sentence_size=input_sentence_size,
+               num_threads=num_threads)
   except RuntimeError as e:
     if not count[0]:
       raise fileio.DataError(
@@ -97,9 +110,26 @@ def learn_vocab(texts, vocab_size, model_prefix, *, character_coverage=1.0,
   return path
 
 
-def vocab_path(problem, vocab_size, cache_dir):
-  """`{cache_dir}/vocab.{problem.vocab_key}.{vocab_size}.model`."""
-  return os.path.join(cache_dir, f"vocab.{problem.vocab_key}.{vocab_size}.model")
+def _train_bpe(sentences, model_writer, vocab_size, lowercase, **options):
+  """sentencepiece BPE training with the project's ids, no byte fallback, and the
+  identity (or lowercasing) normalization; raises sentencepiece's RuntimeError."""
+  with tempfile.NamedTemporaryFile("w", suffix=".tsv", encoding="utf-8") as rules:
+    rules.write(lowercase_rules() if lowercase else "")
+    rules.flush()
+    normalization = ({"normalization_rule_tsv": rules.name} if lowercase
+                     else {"normalization_rule_name": "identity"})
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=sentences, model_writer=model_writer, vocab_size=vocab_size,
+        model_type="bpe", pad_id=PAD_ID, eos_id=EOS_ID, unk_id=UNK_ID, bos_id=-1,
+        remove_extra_whitespaces=False, byte_fallback=False, shuffle_input_sentence=True,
+        max_sentence_length=MAX_SENTENCE_BYTES, minloglevel=1, **normalization, **options)
+
+
+def vocab_path(problem, vocab_size, cache_dir, lowercase=False):
+  """`{cache_dir}/vocab.{problem.vocab_key}.{vocab_size}.model` (`...{vocab_size}.lc.model`
+  for a lowercasing one)."""
+  suffix = ".lc" if lowercase else ""
+  return os.path.join(cache_dir, f"vocab.{problem.vocab_key}.{vocab_size}{suffix}.model")
 
 
 def sample_sentences(corpus, max_sentences, seed=1):
@@ -139,7 +169,7 @@ def sample_sentences(corpus, max_sentences, seed=1):
 
 
 def get_or_learn_vocab(problem, vocab_size=None, cache_dir=None, input_sentence_size=10_000_000,
-                       seed=1):
+                       seed=1, lowercase=False):
   """Returns the cached vocabulary of `problem`, learning it first if needed.
 
   Learned on both sides of a streamed sample (`sample_sentences`) of
@@ -152,6 +182,7 @@ def get_or_learn_vocab(problem, vocab_size=None, cache_dir=None, input_sentence_
     cache_dir: folder of the cache; None means `problem.data_dir`.
     input_sentence_size: at most this many sentences are learned from.
     seed: sampling seed.
+    lowercase: learn (or find) a lowercasing model (see `learn_vocab`).
 
   Returns:
     Path of the sentencepiece model.
@@ -166,13 +197,14 @@ def get_or_learn_vocab(problem, vocab_size=None, cache_dir=None, input_sentence_
   if cache_dir is None:
     raise ValueError(f"{problem.name}: no folder for the vocabulary cache: give cache_dir "
                      "(--vocab_dir) or a data dir")
-  path = vocab_path(problem, vocab_size, cache_dir)
+  path = vocab_path(problem, vocab_size, cache_dir, lowercase)
   if os.path.exists(path):
     return path
   corpus = problem.corpus("train", cache_dir)
   try:
     return learn_vocab(sample_sentences(corpus, input_sentence_size, seed), vocab_size,
-                       path[:-len(".model")], input_sentence_size=input_sentence_size, seed=seed)
+                       path[:-len(".model")], lowercase=lowercase,
+                       input_sentence_size=input_sentence_size, seed=seed)
   except fileio.DataError as e:
     raise fileio.DataError(f"{corpus.origin}: {e}") from None
 
@@ -198,6 +230,7 @@ class Tokenizer(tf.Module):
                        f"({PAD_ID}, {EOS_ID}, {UNK_ID}, -1): learn it with vocab.learn_vocab")
     self._model_proto = model_proto
     self._vocab_size = processor.get_piece_size()
+    self._lowercase = processor.normalize("A").endswith("a")
     self._sp = tf_text.SentencepieceTokenizer(model=model_proto, out_type=tf.int32, add_eos=True)
 
   @classmethod
@@ -210,6 +243,11 @@ class Tokenizer(tf.Module):
   def vocab_size(self):
     """Number of pieces [int], the model's embedding rows."""
     return self._vocab_size
+
+  @property
+  def lowercase(self):
+    """Whether the model lowercases the text it tokenizes (learned with `lowercase=True`)."""
+    return self._lowercase
 
   @property
   def model_proto(self):

@@ -168,7 +168,8 @@ def prepare_vocab(config, problem, hp, staging_dir):
   path = os.path.join(config.model_dir, "vocab.model")
   if not os.path.exists(path):
     try:
-      path = vocab_lib.get_or_learn_vocab(problem, hp.vocab_size, config.vocab_dir or staging_dir)
+      path = vocab_lib.get_or_learn_vocab(problem, hp.vocab_size, config.vocab_dir or staging_dir,
+                                          lowercase=hp.lowercase)
     except ValueError as e:  # sentencepiece: too little text for vocab_size
       raise cli.DataError(f"learning a {hp.vocab_size}-piece vocabulary from the train split of "
                           f"--problem={problem.name} failed: {e}") from None
@@ -176,6 +177,9 @@ def prepare_vocab(config, problem, hp, staging_dir):
   if tokenizer.vocab_size != hp.vocab_size:
     raise cli.UsageError(f"{path} has {tokenizer.vocab_size} pieces but hparams say "
                          f"vocab_size={hp.vocab_size}")
+  if tokenizer.lowercase != hp.lowercase:
+    raise cli.UsageError(f"{path} {'lowercases' if tokenizer.lowercase else 'keeps the case of'} "
+                         f"its text but hparams say lowercase={hp.lowercase}")
   return tokenizer, path
 
 
