@@ -1,7 +1,8 @@
 r"""Multi30k En-De scores of a trained model (or an ensemble), settings chosen on the dev set.
 
 Decodes `val` (the dev split, 1,014 lines) with every beam size x alpha given, keeps the
-setting with the best cased sacreBLEU on val, then decodes test_2016_flickr,
+setting with the best cased sacreBLEU on val (the best lowercased Moses-tokenized BLEU for a
+model trained with `lowercase=true`, whose output is lowercase), then decodes test_2016_flickr,
 test_2017_flickr and test_2017_mscoco once each with it. Every score is
 `t2t_repro.evaluate.score`'s: cased sacreBLEU (13a, the primary score), chrF, and the
 lowercased Moses-tokenized BLEU the Multi30k papers print. Each row also has the wall and
@@ -62,10 +63,11 @@ def main():
 
   dev = [decode_and_score(loaded, *files("val"), int(b), float(a))
          for b in args.beam_sizes.split(",") for a in args.alphas.split(",")]
-  best = max(dev, key=lambda row: row["sacrebleu"])
+  metric = "bleu_lc_tok" if loaded.tokenizer.lowercase else "sacrebleu"
+  best = max(dev, key=lambda row: row[metric])
   test = {name: decode_and_score(loaded, *files(name), best["beam_size"], best["alpha"])
           for name in TEST_SETS}
-  print(f"model: {args.model_dir}")
+  print(f"model: {args.model_dir} (beam and alpha chosen on val by {metric})")
   print("| split | beam | alpha | cased sacreBLEU | lc-tok BLEU | chrF | wall s | CPU s | load |")
   print("|---|---|---|---|---|---|---|---|---|")
   for name, row in [("val", r) for r in dev] + list(test.items()):
@@ -77,7 +79,8 @@ def main():
       row.pop("hyps")
     with open(args.out, "w", encoding="utf-8") as f:
       json.dump({"model_dir": args.model_dir, "dev": dev, "chosen": {
-          "beam_size": best["beam_size"], "alpha": best["alpha"]}, "test": test}, f, indent=1)
+          "beam_size": best["beam_size"], "alpha": best["alpha"], "by": metric}, "test": test},
+                f, indent=1)
 
 
 if __name__ == "__main__":

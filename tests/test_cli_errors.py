@@ -195,6 +195,18 @@ def test_resume_refuses_other_hparams_and_update_settings(data, tmp_path, shared
   assert _snapshot(model_dir) == before
 
 
+def test_resume_refuses_a_vocabulary_of_the_other_case(data, tmp_path, shared_data_dir):
+  """The model dir's vocab.model keeps case; lowercase=true is refused before anything is written."""
+  model_dir = tmp_path / "model"
+  shutil.copytree(make_trainer_dir(tmp_path.parent / "trainer_dir", shared_data_dir), model_dir)
+  os.remove(model_dir / "hparams.json")
+  before = _snapshot(model_dir)
+  result = _run("train", *_train_args(data, model_dir), f"--hparams_override={HPARAMS},lowercase=true")
+  _assert_error(result, 2, "train", f"{model_dir / 'vocab.model'}", "keeps the case",
+                "lowercase=True")
+  assert _snapshot(model_dir) == before
+
+
 def test_translate_errors(data, tmp_path, shared_data_dir):
   model_dir = make_model_dir(tmp_path.parent / "trained", shared_data_dir)
   before = _snapshot(model_dir)
