@@ -197,3 +197,25 @@ def test_table3_variants_have_their_counts():
   for name, paper_m in (("base_c_layers2", 36), ("base_c_dff4096", 90), ("base_b_dk16", 58)):
     closed = summary.closed_form_params(get_hparams(name))
     assert abs(closed / 1e6 - paper_m) / paper_m < 0.08, (name, closed)
+
+
+def test_bfloat16_bias_gradients_are_accurate():
+  """Under mixed_bfloat16 the FFN bias gradients are sums over all batch x length rows; they
+  must stay within 1% of the exact sum (tf.nn.bias_add's CPU gradient kernel summed 2,048
+  rows in bfloat16 and was 5% off, in the wrong direction)."""
+  from t2t_repro.model.feed_forward import FeedForward  # pylint: disable=import-outside-toplevel
+  rng = np.random.default_rng(0)
+  x = tf.constant(rng.normal(size=(8, 256, 64)), tf.float32)
+  upstream = rng.normal(0.01, 0.05, size=(8, 256, 64)).astype(np.float32)
+  keras.mixed_precision.set_global_policy("mixed_bfloat16")  # as the trainer sets it
+  try:
+    layer = FeedForward(64, 128)
+    with tf.GradientTape() as tape:
+      y = layer(x)
+    grad = tape.gradient(y, layer.b2, output_gradients=tf.constant(upstream, tf.bfloat16))
+  finally:
+    keras.mixed_precision.set_global_policy("float32")
+  assert y.dtype == tf.bfloat16
+  exact = upstream.astype(np.float64).reshape(-1, 64).sum(0)
+  error = np.linalg.norm(grad.numpy().astype(np.float64) - exact) / np.linalg.norm(exact)
+  assert error < 0.01, error
