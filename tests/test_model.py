@@ -219,3 +219,22 @@ def test_bfloat16_bias_gradients_are_accurate():
   exact = upstream.astype(np.float64).reshape(-1, 64).sum(0)
   error = np.linalg.norm(grad.numpy().astype(np.float64) - exact) / np.linalg.norm(exact)
   assert error < 0.01, error
+
+
+def test_attention_init_per_head_has_the_per_head_glorot_spread():
+  """glorot_per_head: Glorot uniform with the fans of the per-head kernels, std
+  sqrt(2 / (fan_in + fan_out)): Q/K/V [256, 4, 64] -> sqrt(2 / (1024 + 16384)) = 0.01072,
+  output [4, 64, 256] -> sqrt(2 / (256 + 1024)) = 0.03953 (tf_keras 2.21's MultiHeadAttention
+  measured 0.01073 and 0.03943); glorot: the 2-D matrices, sqrt(2 / 512) = 0.0625."""
+  keras.utils.set_random_seed(0)
+  ours = MultiHeadAttention(256, 4, attention_init="glorot_per_head")
+  ours.build()
+  for kernel in (ours.q_kernel, ours.k_kernel, ours.v_kernel):
+    assert np.std(kernel.numpy()) == pytest.approx((2 / (1024 + 16384)) ** 0.5, rel=0.02)
+    assert np.abs(kernel.numpy()).max() <= (6 / (1024 + 16384)) ** 0.5
+  assert np.std(ours.output_kernel.numpy()) == pytest.approx((2 / 1280) ** 0.5, rel=0.02)
+  plain = MultiHeadAttention(256, 4)
+  plain.build()
+  for kernel in (plain.q_kernel, plain.output_kernel):
+    assert np.std(kernel.numpy()) == pytest.approx((2 / 512) ** 0.5, rel=0.02)
+  assert MultiHeadAttention.from_config(ours.get_config()).attention_init == "glorot_per_head"

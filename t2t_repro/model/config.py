@@ -10,6 +10,7 @@ import dataclasses
 
 NORM_TYPES = ("post", "pre")
 POSITION_ENCODINGS = ("sinusoid", "learned")
+ATTENTION_INITS = ("glorot", "glorot_per_head")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,12 +27,13 @@ class ModelConfig:
     attention_dropout, relu_dropout: extra dropouts of tensor2tensor (0 in the paper).
     norm_type: "post" (paper) or "pre" (t2t v3; adds a final LayerNorm to each stack).
     position_encoding: "sinusoid" (§3.5) or "learned" (Table 3 E).
+    attention_init: "glorot" or "glorot_per_head", see `attention.MultiHeadAttention`.
     max_positions: size of the position table [positions]: the rows of the learned
       table; with either encoding the longest sequence decoding accepts
       (`decoding.config.check_positions`).
 
   Raises:
-    ValueError: an unknown norm_type or position_encoding.
+    ValueError: an unknown norm_type, position_encoding or attention_init.
   """
   vocab_size: int
   num_layers: int = 6
@@ -45,6 +47,7 @@ class ModelConfig:
   relu_dropout: float = 0.0
   norm_type: str = "post"
   position_encoding: str = "sinusoid"
+  attention_init: str = "glorot"
   max_positions: int = 512
 
   def __post_init__(self):
@@ -53,6 +56,9 @@ class ModelConfig:
     if self.position_encoding not in POSITION_ENCODINGS:
       raise ValueError(f"position_encoding must be one of {POSITION_ENCODINGS}, got "
                        f"{self.position_encoding!r}")
+    if self.attention_init not in ATTENTION_INITS:
+      raise ValueError(f"attention_init must be one of {ATTENTION_INITS}, got "
+                       f"{self.attention_init!r}")
     object.__setattr__(self, "d_k", self.d_k or self.d_model // self.num_heads)
     object.__setattr__(self, "d_v", self.d_v or self.d_model // self.num_heads)
 

@@ -43,7 +43,7 @@ class _ResidualBlock(keras.layers.Layer):
     self._attention_names = tuple(attention_names)
     for name in attention_names:
       setattr(self, name, MultiHeadAttention(c.d_model, c.num_heads, c.d_k, c.d_v,
-                                             c.attention_dropout, name=name))
+                                             c.attention_dropout, c.attention_init, name=name))
 
   def build(self, input_shape):
     attentions = [getattr(self, name) for name in self._attention_names]
