@@ -109,7 +109,9 @@ class MultiHeadAttention(keras.layers.Layer):
     in_scale = (d + h * dk) / (h * d + dk * d) if per_head else 1.0
     out_scale = (h * dv + d) / (h * dv + h * d) if per_head else 1.0
     init = keras.initializers.VarianceScaling(in_scale, "fan_avg", "uniform")
-    out_init = keras.initializers.VarianceScaling(out_scale, "fan_avg", "uniform")
+    # One initializer object when the scales are equal: the same seed draws as before.
+    out_init = (keras.initializers.VarianceScaling(out_scale, "fan_avg", "uniform") if per_head
+                else init)
     self.q_kernel = self.add_weight(name="q_kernel", shape=(d, h * dk), initializer=init)
     self.k_kernel = self.add_weight(name="k_kernel", shape=(d, h * dk), initializer=init)
     self.v_kernel = self.add_weight(name="v_kernel", shape=(d, h * dv), initializer=init)
