@@ -10,8 +10,8 @@ tf.function and an exported SavedModel.
 Normalization: the `identity` rule and `remove_extra_whitespaces=False`, so
 `decode(encode(x)) == x` for every line x of the training text (lines are
 already stripped by text_files); with `lowercase=True` a rule that maps every
-character to its Unicode lowercase (`LOWERCASE_RULES`, what Moses
-`lowercase.perl` does), so `decode(encode(x)) == x.lower()`. The one exception: a character that never
+character to its Unicode lowercase (`lowercase_rules`, what Moses `lowercase.perl`
+does), so `decode(encode(x)) == x.lower()`. The one exception: a character that never
 occurs in the training text (coverage 1.0 keeps every one that does) becomes
 unk (id 2) because byte fallback is off, and decodes as " ⁇ " (sentencepiece's
 unk surface). Example: the German quotes "›" "‹" of one newstest2014 line are
@@ -39,7 +39,8 @@ MAX_SENTENCE_BYTES = 4192
 def lowercase_rules():
   """sentencepiece normalization rules (TSV, hex code points) mapping every character
   whose Unicode lowercase differs to that lowercase, as Python's `str.lower` and Perl's
-  `lc` (Moses `lowercase.perl`) do; 1,433 rules, compiled into the model's charsmap."""
+  `lc` (Moses `lowercase.perl`) do (1,433 rules with Python 3.11's Unicode tables); learning
+  compiles them into the model's charsmap, so every later encode applies them."""
   rules = []
   for cp in range(0x110000):
     if 0xD800 <= cp <= 0xDFFF:
