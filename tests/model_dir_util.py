@@ -74,3 +74,15 @@ def make_trainer_dir(path, data_dir):
   Trainer(get_hparams("tiny", HPARAMS), make_strategy("one_device"), path).save()
   _BUILT[path] = True
   return path
+
+
+EOS_LOGIT_BONUS = 6.5
+
+
+def add_eos_reward(model, bonus=EOS_LOGIT_BONUS):
+  """Sets the last decoder LayerNorm's bias to bonus * e_eos / |e_eos|^2: +bonus on the
+  EOS logit (a length reward, as a trained model has), so the random model's hypotheses
+  end at different lengths, some before their maximum length and some cut there."""
+  eos = model.embedding.embeddings.numpy()[1]
+  model.decoder_layers[-1].norms[-1].beta.assign(bonus * eos / np.dot(eos, eos))
+  return model

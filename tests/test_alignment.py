@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from model_dir_util import make_model_dir
+from model_dir_util import add_eos_reward, make_model_dir
 from t2t_repro.decoding import alignment
 from t2t_repro.decoding.ensemble import Ensemble
 from t2t_repro.decoding.loading import load_for_inference
@@ -37,8 +37,7 @@ def model_dir(tmp_path_factory, shared_data_dir):
 @pytest.fixture(scope="module")
 def translator(model_dir):
   model, _, tokenizer = load_for_inference(model_dir)
-  eos = model.embedding.embeddings.numpy()[1]  # a length reward: hypotheses of several lengths
-  model.decoder_layers[-1].norms[-1].beta.assign(4.5 * eos / np.dot(eos, eos))
+  add_eos_reward(model, 6.8)  # hypotheses of lengths 1, 2 and 8 at beam 4
   return Translator(model, tokenizer, DecodeConfig(beam_size=4, n_best=2, alpha=0.6,
                                                    decode_extra_length=8))
 

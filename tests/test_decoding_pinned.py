@@ -1,13 +1,13 @@
 """Pins exact translations, n-best lists and scores of a fixed model, and the parser's
-constrained decoding, as produced before the decoding path was refactored:
-the one decoding path must not change any output.
+constrained decoding: the one decoding path must not change any output. The values
+depend on the seeded initial weights too; they were last regenerated when each weight got
+an initializer of its own (`model.initializers`), not for a decoding change.
 
 The translation model is tests/model_dir_util.py's random model dir (seeded weights,
 a BPE vocabulary learned on real Multi30k lines) with one deterministic change that
-a trained model would also have: the last decoder LayerNorm's bias is set to
-4.5 e_eos / |e_eos|^2, i.e. +4.5 on the EOS logit (a length reward), so hypotheses end
-with EOS at different lengths, some sentences end before their maximum length and
-others are cut there. The parser is a seeded random 1-layer model over a bracket-aware
+a trained model would also have, +6.5 on the EOS logit (`model_dir_util.add_eos_reward`),
+so hypotheses end with EOS at different lengths, some sentences end before their maximum
+length and others are cut there. The parser is a seeded random 1-layer model over a bracket-aware
 vocabulary learned on wsj_0001-0004, decoded with the well-formed-tree constraint.
 Scores are compared to 1e-3 (float rounding may differ between CPUs), texts exactly.
 """
@@ -18,7 +18,7 @@ import keras
 import numpy as np
 import pytest
 
-from model_dir_util import make_model_dir
+from model_dir_util import add_eos_reward, make_model_dir
 from t2t_repro.data.vocab import Tokenizer
 from t2t_repro.decoding.translator import DecodeConfig, Translator
 from t2t_repro.fileio import read_lines
@@ -30,52 +30,43 @@ from t2t_repro.decoding.loading import load_for_inference
 
 LINES = ["A man is riding a bike.", "", "Two dogs play in the snow.", "Ja.",
          "The weather is nice today, isn't it?"]
-EOS_LOGIT_BONUS = 4.5
 
-NBEST = [[(-26.4988,
-   'sich sich sich sich sich sich sich sich sich sich sich sich sich sich sich sich sich sich'),
-  (-27.0448,
-   'sich sich sich sich sich sich sich sich sich sich sich sich sich sich sich sich sich somet'),
-  (-27.0963,
-   'sich sich sich sich sich sich sich sich sich sich sich sich sich sich sich sich sichamm')],
+NBEST = [[(-24.866, 'chchchchchchchchithithith'),
+  (-25.9839, 'chchchchchchchchithithithith'),
+  (-30.3849, 'chchchchchchchchithithithleeleeleeleeleeleelee')],
  [(0.0, '')],
- [(-4.2503, ''),
-  (-26.3978,
-   'O clim clim clim clim clim clim clim clim clim clim clim clim clim clim clim clim clim'),
-  (-26.5915,
-   'clim clim clim clim clim clim clim clim clim clim clim clim clim clim clim clim clim clim')],
- [(-21.9027, 'somet sich sich sich sich sich sich sich Haar Haar Haar Haar Haar Haar'),
-  (-22.1971, 'somet sich sich sich sich sich sich sich Haar Haar Haarapapap'),
-  (-22.3612, 'somet sich sich sich sich sich sich sich Haar Haar Haar Haarapap')],
- [(-12.2773, 'clim clim clim'),
-  (-14.0102, 'clim clim clim clim'),
-  (-15.5763, 'clim clim clim clim clim')]]
-GREEDY = ['somet somet somet somet somet somet somet somet somet somet somet somet somet somet',
+ [(-28.6952, 'ultultultultultultultultultultultultultultultultultult'),
+  (-28.9455, 'ultultultultultultultultultultultultultultultultultch'),
+  (-28.9566, 'ultultultultultultultultultultultultultultultultulters')],
+ [(-3.7961, ''), (-6.6516, 'Haar'), (-6.7798, 'ch')],
+ [(-15.6748, 'uchuchuchithithith'),
+  (-16.93, 'uchuchuchithithithith'),
+  (-18.1427, 'uchuchuchithithithithith')]]
+GREEDY = ['chchchchchchchchchchchchchch',
  '',
- 'clim clim clim clim clim clim clim clim clim clim clim clim clim clim',
- 'somet somet somet somet somet somet somet somet somet somet',
- 'somet somet somet somet somet somet somet clim clim clim clim clim clim clim clim clim clim clim '
- 'clim clim clim clim clim clim clim']
-PARSES = [[(-264.196,
-   '(ADJP (ADJP (ADJP (ADJP (ADJP Genetics (S (S (S (S (S Institute (QP (QP (PRN (PRN (PRN Inc. '
-   '(QP (QP (QP (QP , )QP )QP )QP )QP (NAC Cambridge , Mass. , )NAC )PRN )PRN )PRN )QP )QP )S )S '
-   ')S )S )S )ADJP )ADJP )ADJP )ADJP said it was awarded U.S. patents for Interleukin-3 and bone '
-   'morphogenetic protein . )ADJP'),
-  (-264.778,
-   '(ADJP (ADJP (ADJP (ADJP (ADJP Genetics (S (S (S (S (S Institute (QP (QP (PRN (PRN (PRN Inc. '
-   '(QP (QP (QP (QP , )QP )QP )QP )QP (NAC Cambridge , Mass. , )NAC )PRN )PRN )PRN )QP )QP )S )S '
-   ')S )S )S )ADJP )ADJP )ADJP said it was awarded U.S. )ADJP patents for Interleukin-3 and bone '
-   'morphogenetic protein . )ADJP')],
- [(-257.987,
-   '(ADJP (ADJP (ADJP (ADJP (ADJP The (RRC (RRC (RRC (RRC (RRC patent (RRC (RRC (RRC (RRC (RRC for '
-   ')RRC )RRC )RRC )RRC )RRC )RRC )RRC )RRC )RRC )RRC (RRC (RRC (RRC (RRC (RRC Interleukin-3 )RRC '
-   ')RRC )RRC )RRC )RRC )ADJP )ADJP )ADJP )ADJP covers materials and methods used to make the '
-   'human blood cell growth factor via recombinant DNA technology . )ADJP'),
-  (-259.249,
-   '(ADJP (ADJP (ADJP (ADJP (ADJP The (RRC (RRC (RRC (RRC (RRC patent (RRC (RRC (RRC (RRC (RRC for '
-   ')RRC )RRC )RRC )RRC )RRC )RRC )RRC )RRC )RRC )RRC (RRC (RRC (RRC (RRC (RRC Interleukin-3 )RRC '
-   ')RRC )RRC )RRC )RRC )ADJP )ADJP )ADJP covers )ADJP materials and methods used to make the '
-   'human blood cell growth factor via recombinant DNA technology . )ADJP')]]
+ 'chchchithithithithithithithithithithith',
+ '',
+ 'ithithithithithithithithithithithith ih ih ih ih ih ih ih ih ih ih ih ih ih']
+PARSES = [[(-258.695,
+   '(SBAR (SBAR (SBAR (SBAR (SBAR Genetics (QP (QP (QP (QP (QP Institute (QP (QP (QP (QP (QP Inc. '
+   '(QP (QP (QP (QP , )QP )QP )QP )QP )QP )QP )QP )QP )QP )QP )QP )QP )QP )QP (NAC Cambridge , '
+   ')NAC )SBAR )SBAR )SBAR )SBAR Mass. , said it was awarded U.S. patents for Interleukin-3 and '
+   'bone morphogenetic protein . )SBAR'),
+  (-258.909,
+   '(SBAR (SBAR (SBAR (SBAR (SBAR Genetics (QP (QP (QP (QP (QP Institute (QP (QP (QP (QP (QP Inc. '
+   '(QP (QP (QP (QP , )QP )QP )QP )QP )QP )QP )QP )QP )QP )QP )QP )QP )QP )QP (NAC Cambridge )NAC '
+   ', )SBAR )SBAR )SBAR )SBAR Mass. , said it was awarded U.S. patents for Interleukin-3 and bone '
+   'morphogenetic protein . )SBAR')],
+ [(-255.242,
+   '(SBAR (SBAR (SBAR (SBAR (SBAR The (PP (PP (PP (PP (PP patent )PP )PP )PP )PP )PP (VP (VP (VP '
+   '(VP (VP for (SBAR (SBAR (SBAR (SBAR (SBAR Interleukin-3 )SBAR )SBAR )SBAR )SBAR )SBAR )VP )VP '
+   ')VP )VP )VP )SBAR )SBAR )SBAR )SBAR covers materials and methods used to make the human blood '
+   'cell growth factor via recombinant DNA technology . )SBAR'),
+  (-255.416,
+   '(SBAR (SBAR (SBAR (SBAR (SBAR The (PP (PP (PP (PP (PP patent )PP )PP )PP )PP )PP (VP (VP (VP '
+   '(VP (VP for (SBAR (SBAR (SBAR (SBAR (SBAR Interleukin-3 )SBAR )SBAR )SBAR )SBAR )SBAR )VP )VP '
+   ')VP )VP )VP )SBAR )SBAR )SBAR covers materials and )SBAR methods used to make the human blood '
+   'cell growth factor via recombinant DNA technology . )SBAR')]]
 
 
 def _decode(model, tokenizer, lines, constraint=None, **settings):
@@ -93,8 +84,7 @@ def _assert_nbest(actual, expected, atol=1e-3):
 def eos_model(tmp_path_factory, shared_data_dir):
   model, _, tokenizer = load_for_inference(
       make_model_dir(tmp_path_factory.getbasetemp() / "tiny_model_dir", shared_data_dir))
-  eos = model.embedding.embeddings.numpy()[1]
-  model.decoder_layers[-1].norms[-1].beta.assign(EOS_LOGIT_BONUS * eos / np.dot(eos, eos))
+  add_eos_reward(model)
   return model, tokenizer
 
 

@@ -16,6 +16,7 @@ import keras
 import tensorflow as tf
 
 from t2t_repro.constants import NEG_INF, PAD_ID
+from t2t_repro.model.initializers import glorot_uniform
 
 
 def padding_bias(ids):
@@ -108,15 +109,14 @@ class MultiHeadAttention(keras.layers.Layer):
     per_head = self.attention_init == "glorot_per_head"
     in_scale = (d + h * dk) / (h * d + dk * d) if per_head else 1.0
     out_scale = (h * dv + d) / (h * dv + h * d) if per_head else 1.0
-    init = keras.initializers.VarianceScaling(in_scale, "fan_avg", "uniform")
-    # One initializer object when the scales are equal: the same seed draws as before.
-    out_init = (keras.initializers.VarianceScaling(out_scale, "fan_avg", "uniform") if per_head
-                else init)
-    self.q_kernel = self.add_weight(name="q_kernel", shape=(d, h * dk), initializer=init)
-    self.k_kernel = self.add_weight(name="k_kernel", shape=(d, h * dk), initializer=init)
-    self.v_kernel = self.add_weight(name="v_kernel", shape=(d, h * dv), initializer=init)
+    self.q_kernel = self.add_weight(name="q_kernel", shape=(d, h * dk),
+                                    initializer=glorot_uniform(in_scale))
+    self.k_kernel = self.add_weight(name="k_kernel", shape=(d, h * dk),
+                                    initializer=glorot_uniform(in_scale))
+    self.v_kernel = self.add_weight(name="v_kernel", shape=(d, h * dv),
+                                    initializer=glorot_uniform(in_scale))
     self.output_kernel = self.add_weight(name="output_kernel", shape=(h * dv, d),
-                                         initializer=out_init)
+                                         initializer=glorot_uniform(out_scale))
     self.built = True
 
   def _split_heads(self, x, kernel, depth):

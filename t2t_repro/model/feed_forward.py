@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from t2t_repro.model.initializers import glorot_uniform
 
 
 @keras.saving.register_keras_serializable(package="t2t_repro")
@@ -30,10 +31,11 @@ class FeedForward(keras.layers.Layer):
     self._dropout = keras.layers.Dropout(relu_dropout)
 
   def build(self, input_shape=None):
-    init = keras.initializers.VarianceScaling(1.0, "fan_avg", "uniform")
-    self.w1 = self.add_weight(name="w1", shape=(self.d_model, self.d_ff), initializer=init)
+    self.w1 = self.add_weight(name="w1", shape=(self.d_model, self.d_ff),
+                              initializer=glorot_uniform())
     self.b1 = self.add_weight(name="b1", shape=(self.d_ff,), initializer="zeros")
-    self.w2 = self.add_weight(name="w2", shape=(self.d_ff, self.d_model), initializer=init)
+    self.w2 = self.add_weight(name="w2", shape=(self.d_ff, self.d_model),
+                              initializer=glorot_uniform())
     self.b2 = self.add_weight(name="b2", shape=(self.d_model,), initializer="zeros")
     self.built = True
 
