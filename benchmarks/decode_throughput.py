@@ -22,7 +22,7 @@ Against Model Garden's beam search (same shapes, equal work):
   ours_fixed          `cached` with an end id outside the vocabulary, so that no
                       beam ever finishes and every sentence runs exactly source
                       length + decode_extra_length steps
-  model_garden_fixed  `peers.model_garden_decoder`: Model Garden's
+  model_garden_fixed  `peer_models.model_garden_decoder`: Model Garden's
                       Seq2SeqTransformer with this model's shapes (layers,
                       d_model, d_ff, heads, vocabulary; random weights, since its
                       layers cannot hold ours), the same beam, alpha, batches and
@@ -67,6 +67,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer_models  # pylint: disable=wrong-import-position
 import peers  # pylint: disable=wrong-import-position
 
 RESULT_PREFIX = "DECODE_RESULT "
@@ -153,7 +154,7 @@ def _run_child(mode, model_dir, input_file, lines, uncached_lines, batch_tokens,
   elif mode == "model_garden_fixed":
     config = dict(num_layers=hp.num_layers, d_model=hp.d_model, d_ff=hp.d_ff,
                   num_heads=hp.num_heads, vocab_size=hp.vocab_size)
-    decode = peers.model_garden_decoder(config, beam_size=beam, alpha=hp.alpha,
+    decode = peer_models.model_garden_decoder(config, beam_size=beam, alpha=hp.alpha,
                                         extra_decode_length=hp.decode_extra_length,
                                         eos_id=never_eos)
   else:

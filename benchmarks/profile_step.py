@@ -59,10 +59,10 @@ def main(argv=None):
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   if args.inter_op:
     tf.config.threading.set_inter_op_parallelism_threads(args.inter_op)
-  import peers  # pylint: disable=import-outside-toplevel
+  import peer_models  # pylint: disable=import-outside-toplevel
   import train_throughput  # pylint: disable=import-outside-toplevel
   config = train_throughput.peer_config(args.size, args.batch, args.length)
-  step = (peers.model_garden_step_fn(config) if args.kind == "model_garden"
+  step = (peer_models.model_garden_step_fn(config) if args.kind == "model_garden"
           else train_throughput.ours_step_fn(args.size, config))
   for _ in range(args.warmup):
     step()

@@ -138,17 +138,14 @@ def train_peer(args, vocab_path):
 
 
 def _peer_model(hp, decode=False):
-  from official.nlp.modeling import models  # pylint: disable=import-outside-toplevel
-  rate = 0.0 if decode else 0.1
-  block = dict(num_layers=hp.num_layers, num_attention_heads=hp.num_heads,
-               intermediate_size=hp.d_ff, activation="relu", dropout_rate=rate,
-               attention_dropout_rate=rate, intermediate_dropout=rate, use_bias=False,
-               norm_first=True, norm_epsilon=1e-6)
-  return models.Seq2SeqTransformer(
-      vocab_size=hp.vocab_size, embedding_width=hp.d_model, dropout_rate=rate,
-      extra_decode_length=hp.decode_extra_length, beam_size=4, alpha=0.6,
-      encoder_layer=models.TransformerEncoder(**block),
-      decoder_layer=models.TransformerDecoder(**block), eos_id=1)
+  """Model Garden's model with the sizes of `hp`: pre-norm, dropout 0.1 everywhere
+  (its translation task's defaults), none to decode; beam 4, alpha 0.6."""
+  import peer_models  # pylint: disable=import-outside-toplevel
+  config = {"num_layers": hp.num_layers, "d_model": hp.d_model, "d_ff": hp.d_ff,
+            "num_heads": hp.num_heads, "vocab_size": hp.vocab_size}
+  return peer_models.model_garden_model(config, norm_first=True, dropout=0.0 if decode else 0.1,
+                                        beam_size=4, alpha=0.6,
+                                        extra_decode_length=hp.decode_extra_length)
 
 
 def peer_train(args):
@@ -156,8 +153,7 @@ def peer_train(args):
   saves and exits on SIGTERM."""
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   import tf_keras  # pylint: disable=import-outside-toplevel
-  sys.path.insert(0, _HERE)
-  import peers  # pylint: disable=import-outside-toplevel
+  import peer_models  # pylint: disable=import-outside-toplevel
   from t2t_repro import hparams as hparams_lib  # pylint: disable=import-outside-toplevel
   from t2t_repro.data import batching, vocab  # pylint: disable=import-outside-toplevel
 
@@ -188,7 +184,7 @@ def peer_train(args):
   def train_step(inputs, targets):
     with tf.GradientTape() as tape:
       logits = model({"inputs": inputs, "targets": targets}, training=True)
-      loss = peers._model_garden_loss(logits, targets, 0.1, hp.vocab_size)  # pylint: disable=protected-access
+      loss = peer_models.model_garden_loss(logits, targets, 0.1, hp.vocab_size)
     grads = tape.gradient(loss, model.trainable_variables)
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
     return loss

@@ -1,13 +1,13 @@
 """Training throughput of t2t_repro against two peers, on this machine.
 
 For each model size (`tiny`, `small`, `base` from t2t_repro.hparams) the same
-configuration is trained on the SAME synthetic batch (``peers.make_batch``: a
+configuration is trained on the SAME synthetic batch (``peer_models.make_batch``: a
 fixed token budget, `--batch` sentences x `--length` tokens per side, no
 padding) by
 
   * ours        t2t_repro.training.Trainer.train_step (tf.function, no XLA),
   * ours_xla    the same with jit_compile=True (XLA per-replica forward/backward),
-  * model_garden, torch   the peers of benchmarks/peers.py,
+  * model_garden, torch   the peers of benchmarks/peer_models.py,
 
 each (kind, oneDNN) measurement in a fresh subprocess (TF_ENABLE_ONEDNN_OPTS is
 read at TensorFlow import), alternated over `--rounds` rounds because the
@@ -59,6 +59,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer_models  # pylint: disable=wrong-import-position
 import peers  # pylint: disable=wrong-import-position
 
 RESULT_PREFIX = "TRAIN_RESULT "
@@ -79,7 +80,7 @@ def peer_config(size, batch, length):
     length: tokens per sentence, source and target.
 
   Returns:
-    dict for ``peers.full_config`` (layers, widths, heads, vocab, dropouts,
+    dict for ``peer_models.full_config`` (layers, widths, heads, vocab, dropouts,
     label smoothing from the hparams set; batch x length x length).
   """
   from t2t_repro.hparams import get_hparams  # pylint: disable=import-outside-toplevel
@@ -105,13 +106,13 @@ def _make_trainer(size, jit_compile, mixed_precision, vocab_size=None):
 def ours_step_fn(size, config, jit_compile=False, mixed_precision="none"):
   """One `Trainer.train_step` on a fixed synthetic batch, as a zero-arg callable.
 
-  The batch (``peers.make_batch(config)``) is repeated by a tf.data pipeline and
+  The batch (``peer_models.make_batch(config)``) is repeated by a tf.data pipeline and
   fed through the strategy's distributed iterator, as in real training; the
   callable returns when the step's stats have been fetched (``.numpy()``).
   """
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   trainer = _make_trainer(size, jit_compile, mixed_precision)
-  batch = peers.make_batch(config)
+  batch = peer_models.make_batch(config)
   ds = tf.data.Dataset.from_tensors({k: tf.constant(v) for k, v in batch.items()}).repeat()
   iterator = iter(trainer.strategy.experimental_distribute_dataset(ds))
   step = lambda: trainer.train_step(iterator)
@@ -224,7 +225,7 @@ def real_measure(kind, size, model_dir, data_dir, steps, warmup):
     step = lambda: trainer.train_step(iterator)
   else:
     config = dict(peer_config(size, 1, 1), vocab_size=vocab_size)
-    step = peers.model_garden_step_fn(config, batches=batches)
+    step = peer_models.model_garden_step_fn(config, batches=batches)
   for _ in range(warmup):
     step()
   timed = batches[warmup:]
@@ -268,7 +269,7 @@ def _run_child(kind, size, config, steps, warmup, model_dir, data_dir):
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   info = {"kind": kind, "size": size, "framework": "tensorflow " + tf.__version__,
           "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1") not in ("0", "false"),
-          "config": peers.full_config(config)}
+          "config": peer_models.full_config(config)}
   start = time.perf_counter()
   if kind == E2E_KIND:
     info.update(e2e_measure(size, model_dir, data_dir, steps, warmup))
