@@ -152,6 +152,11 @@ def model_garden_model(config=None, norm_first=False, dropout=None, beam_size=4,
     {"inputs", "targets"} int32 [batch, length] it returns logits [batch,
     target_length, vocab_size]; on {"inputs"} alone, {"outputs": int32 [batch,
     output_length], "scores"} from its beam search.
+
+  Raises:
+    ValueError: from ``full_config``: an unknown config key, or d_model not
+      divisible by num_heads.
+    ImportError: the peers are not installed (``benchmarks/install_peers.sh``).
   """
   from official.nlp.modeling import models  # pylint: disable=g-import-not-at-top
 
