@@ -71,6 +71,9 @@ class HParams:
     peak_learning_rate: the rate at the end of warmup; "inverse_sqrt" only (must be
       positive there).
     warmup_steps: warmup of either schedule [steps].
+    cooldown_steps: the last cooldown_steps of train_steps take the rate linearly
+      down to 0 (the "warmup-stable-decay" cooldown, `training.schedule.
+      CooldownSchedule`); 0 disables it [steps]. Must be <= train_steps.
     adam_beta1, adam_beta2, adam_epsilon: Adam settings (§5.3).
     clip_norm: global gradient-norm clipping; 0 disables it.
     train_steps: optimizer updates to run [steps].
@@ -103,6 +106,7 @@ class HParams:
   learning_rate: float = 1.0
   peak_learning_rate: float = 0.0
   warmup_steps: int = 4000
+  cooldown_steps: int = 0
   adam_beta1: float = 0.9
   adam_beta2: float = 0.98
   adam_epsilon: float = 1e-9
@@ -166,6 +170,9 @@ def _validated(hp, origin):
   if hp.lr_schedule == "inverse_sqrt" and not hp.peak_learning_rate > 0:
     raise HParamsError(f"{origin}: lr_schedule='inverse_sqrt' needs a positive "
                        f"peak_learning_rate, got {hp.peak_learning_rate}")
+  if not 0 <= hp.cooldown_steps <= hp.train_steps:
+    raise HParamsError(f"{origin}: cooldown_steps={hp.cooldown_steps} must be in [0, "
+                       f"train_steps={hp.train_steps}]")
   for name in ("d_k", "d_v", "decode_extra_length", "clip_norm", "alpha", "peak_learning_rate"):
     if not getattr(hp, name) >= 0:
       raise HParamsError(f"{origin}: {name} must be >= 0, got {getattr(hp, name)}")

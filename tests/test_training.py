@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_repro.hparams import get_hparams
+from t2t_repro.hparams import HParamsError, get_hparams
 from t2t_repro.training.loss import smoothed_cross_entropy
-from t2t_repro.training.schedule import InverseSqrtSchedule, TransformerSchedule, make_schedule
+from t2t_repro.training.schedule import (CooldownSchedule, InverseSqrtSchedule, TransformerSchedule,
+                                         make_schedule)
 from t2t_repro.training import trainer as trainer_lib
 from t2t_repro.training.trainer import PreReducedAdam, Trainer, make_strategy
 
@@ -130,6 +131,29 @@ def test_schedule_values_written_out():
 def test_inverse_sqrt_schedule_is_fairseq(step, expected):
   schedule = InverseSqrtSchedule(0.005, 2000)
   assert float(schedule(step - 1)) == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("step,factor", [
+    # train_steps 100, cooldown 10: updates 1..90 at the base rate, then 10/10 .. 1/10
+    (50, 1.0), (90, 1.0), (91, 1.0), (92, 0.9), (95, 0.6), (100, 0.1), (101, 0.0), (150, 0.0),
+])
+def test_cooldown_is_linear_to_zero_over_the_last_steps(step, factor):
+  base = InverseSqrtSchedule(0.005, 20)
+  schedule = CooldownSchedule(base, train_steps=100, cooldown_steps=10)
+  assert float(schedule(step - 1)) == pytest.approx(float(base(step - 1)) * factor, rel=1e-6, abs=1e-12)
+
+
+def test_cooldown_from_hparams_serializes_and_is_checked():
+  hp = get_hparams("tiny", "lr_schedule=inverse_sqrt,peak_learning_rate=0.001,train_steps=1000,"
+                           "cooldown_steps=400")
+  schedule = make_schedule(hp)
+  assert isinstance(schedule, CooldownSchedule) and isinstance(schedule.base, InverseSqrtSchedule)
+  copy = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(schedule))
+  assert type(copy) is CooldownSchedule and type(copy.base) is InverseSqrtSchedule
+  assert [float(copy(i)) for i in (0, 700, 999)] == [float(schedule(i)) for i in (0, 700, 999)]
+  assert float(schedule(799)) == pytest.approx(0.001 * (200 / 800) ** 0.5 * 201 / 400, rel=1e-6)
+  with pytest.raises(HParamsError, match="cooldown_steps=1001"):
+    get_hparams("tiny", "train_steps=1000,cooldown_steps=1001")
 
 
 def test_make_schedule_and_serialization():

@@ -6,6 +6,9 @@
 * "inverse_sqrt": fairseq's `inverse_sqrt` with `warmup_init_lr=0`, a linear warmup to
   `hparams.peak_learning_rate`, then decay with 1/sqrt(step), `InverseSqrtSchedule`.
 
+With `hparams.cooldown_steps` > 0 either one is wrapped in `CooldownSchedule`, which
+takes the rate linearly down to 0 over the last `cooldown_steps` of `train_steps`.
+
 Both are Keras-serializable `LearningRateSchedule`s (registered under "t2t_repro").
 """
 
@@ -74,12 +77,53 @@ class InverseSqrtSchedule(keras.optimizers.schedules.LearningRateSchedule):
     return {"peak_learning_rate": self.peak_learning_rate, "warmup_steps": self.warmup_steps}
 
 
+@keras.saving.register_keras_serializable(package="t2t_repro")
+class CooldownSchedule(keras.optimizers.schedules.LearningRateSchedule):
+  """lrate = base(step) * min(1, (train_steps - step + 1) / cooldown_steps).
+
+  A linear cooldown to 0 over the last `cooldown_steps` updates of a run of `train_steps`
+  updates: update n = train_steps - cooldown_steps + k (k = 1..cooldown_steps) runs at
+  (cooldown_steps - k + 1) / cooldown_steps of the base rate, so the last update runs at
+  1 / cooldown_steps of it and every earlier update at the base rate. The cooldown of the
+  "warmup-stable-decay" schedules (Zhai et al. 2022, "Scaling Vision Transformers";
+  Hägele et al. 2024, "Scaling Laws and Compute-Optimal Training Beyond Fixed Training
+  Durations", §3), applied here on top of eq. 3 or inverse_sqrt. `step` is 1-based as in
+  `TransformerSchedule`. Under a wall-clock budget (`--train_minutes`) set `train_steps`
+  to what the budget reaches, or the run stops before its cooldown ends.
+
+  Args:
+    base: the schedule being cooled down (a `LearningRateSchedule`).
+    train_steps: the update at which the rate reaches 0 [steps].
+    cooldown_steps: length of the linear decay [steps], > 0.
+  """
+
+  def __init__(self, base, train_steps, cooldown_steps):
+    self.base = base
+    self.train_steps = train_steps
+    self.cooldown_steps = cooldown_steps
+
+  def __call__(self, iteration):
+    left = float(self.train_steps) - tf.cast(iteration, tf.float32)  # train_steps - step + 1
+    return self.base(iteration) * tf.clip_by_value(left / float(self.cooldown_steps), 0.0, 1.0)
+
+  def get_config(self):
+    return {"base": keras.saving.serialize_keras_object(self.base),
+            "train_steps": self.train_steps, "cooldown_steps": self.cooldown_steps}
+
+  @classmethod
+  def from_config(cls, config):
+    config = dict(config)
+    config["base"] = keras.saving.deserialize_keras_object(config["base"])
+    return cls(**config)
+
+
 def make_schedule(hparams):
   """The schedule `hparams.lr_schedule` names, with its hparams.
 
   Args:
     hparams: `HParams` (lr_schedule, warmup_steps; d_model and learning_rate for "noam",
-      peak_learning_rate for "inverse_sqrt").
+      peak_learning_rate for "inverse_sqrt"; cooldown_steps and train_steps for the
+      cooldown).
 
   Returns:
     A `keras.optimizers.schedules.LearningRateSchedule`.
@@ -88,7 +132,11 @@ def make_schedule(hparams):
     ValueError: an unknown lr_schedule (`HParams` validation rejects it first).
   """
   if hparams.lr_schedule == "noam":
-    return TransformerSchedule(hparams.d_model, hparams.warmup_steps, hparams.learning_rate)
-  if hparams.lr_schedule == "inverse_sqrt":
-    return InverseSqrtSchedule(hparams.peak_learning_rate, hparams.warmup_steps)
-  raise ValueError(f"lr_schedule={hparams.lr_schedule!r} is not one of {SCHEDULES}")
+    schedule = TransformerSchedule(hparams.d_model, hparams.warmup_steps, hparams.learning_rate)
+  elif hparams.lr_schedule == "inverse_sqrt":
+    schedule = InverseSqrtSchedule(hparams.peak_learning_rate, hparams.warmup_steps)
+  else:
+    raise ValueError(f"lr_schedule={hparams.lr_schedule!r} is not one of {SCHEDULES}")
+  if hparams.cooldown_steps:
+    schedule = CooldownSchedule(schedule, hparams.train_steps, hparams.cooldown_steps)
+  return schedule
