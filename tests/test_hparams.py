@@ -77,6 +77,7 @@ _PINNED_BASE = {
     "vocab_size": 37000, "norm_type": "post", "position_encoding": "sinusoid", "max_length": 256,
     "max_positions": 512, "learning_rate": 1.0, "warmup_steps": 4000, "adam_beta1": 0.9,
     "adam_beta2": 0.98, "adam_epsilon": 1e-09, "clip_norm": 0.0, "train_steps": 100000,
+    "cooldown_steps": 0,
     "batch_tokens": 3125, "checkpoint_average": 5, "beam_size": 4, "alpha": 0.6,
     "decode_extra_length": 50}
 _PINNED_CHANGES = {
@@ -102,8 +103,8 @@ _PINNED_CHANGES = {
     "parsing_small": {"num_layers": 3, "d_model": 256, "d_ff": 1024, "num_heads": 4, "dropout": 0.3,
                       "attention_dropout": 0.1, "relu_dropout": 0.1, "norm_type": "pre",
                       "adam_beta2": 0.997, "vocab_size": 4000, "max_length": 512,
-                      "max_positions": 1024, "warmup_steps": 800, "train_steps": 20000,
-                      "batch_tokens": 2048, "beam_size": 21, "alpha": 0.3,
+                      "max_positions": 1024, "warmup_steps": 800, "train_steps": 10400,
+                      "cooldown_steps": 2000, "batch_tokens": 2048, "beam_size": 21, "alpha": 0.3,
                       "decode_extra_length": 300},
     "small": {"num_layers": 3, "d_model": 256, "d_ff": 1024, "num_heads": 4, "vocab_size": 8000,
               "warmup_steps": 800, "train_steps": 5000, "batch_tokens": 2048},

@@ -26,7 +26,7 @@ PARSE_TOOL = tool_path("parse")
 SPLITS = "--splits=train=1-4,dev=160-160,test=180-180"
 TINY = ("num_layers=1,d_model=32,d_ff=64,num_heads=2,vocab_size=300,"
         "batch_tokens=1024,max_length=256,warmup_steps=10,beam_size=2,"
-        "decode_extra_length=200")
+        "decode_extra_length=200,cooldown_steps=10")
 
 
 @pytest.fixture(scope="module")
