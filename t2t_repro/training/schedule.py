@@ -9,7 +9,7 @@
 With `hparams.cooldown_steps` > 0 either one is wrapped in `CooldownSchedule`, which
 takes the rate linearly down to 0 over the last `cooldown_steps` of `train_steps`.
 
-Both are Keras-serializable `LearningRateSchedule`s (registered under "t2t_repro").
+All three are Keras-serializable `LearningRateSchedule`s (registered under "t2t_repro").
 """
 
 import keras
@@ -89,7 +89,8 @@ class CooldownSchedule(keras.optimizers.schedules.LearningRateSchedule):
   Hägele et al. 2024, "Scaling Laws and Compute-Optimal Training Beyond Fixed Training
   Durations", §3), applied here on top of eq. 3 or inverse_sqrt. `step` is 1-based as in
   `TransformerSchedule`. Under a wall-clock budget (`--train_minutes`) set `train_steps`
-  to what the budget reaches, or the run stops before its cooldown ends.
+  to what the budget reaches, or the run stops before its cooldown ends. A resume with
+  another `--train_steps` moves the cooldown to the new end.
 
   Args:
     base: the schedule being cooled down (a `LearningRateSchedule`).
