@@ -108,6 +108,8 @@ FAST_TRAIN_CASES = [
     (["--hparams_override=alpha=-1"], 2, ["alpha"]),
     (["--hparams_override=max_length=0"], 2, ["max_length"]),
     (["--hparams_override=warmup_steps=0"], 2, ["warmup_steps"]),
+    (["--hparams_override=cooldown_steps=500", "--train_steps=100"], 2,
+     ["cooldown_steps=500", "train_steps=100"]),
     (["--hparams_override=nope=1"], 2, ["'nope'"]),
     (["--hparams=nope"], 2, ["--hparams", "'nope'", "tiny"]),
     (["--problem=nope"], 2, ["--problem=nope", "parallel_text"]),
@@ -255,6 +257,15 @@ def test_parse_evaluate_errors(tmp_path):
   test.write_text("(TOP (S (NP (DT the) (NN cat)) (VP (VBZ sits))))\n", encoding="utf-8")
   _assert_error(_run("tools/parse.py", "--mode=evaluate", f"--gold={gold}", f"--test={test}"), 1,
                 "parse", str(gold), str(test))
+
+
+def test_parse_train_checks_hparams_before_writing(ptb_dir, tmp_path):
+  model_dir = tmp_path / "parser"
+  # parsing_small cools down over its last 2,000 updates: 100 updates cannot hold them.
+  _assert_error(_run("tools/parse.py", "--mode=train", f"--ptb_dir={ptb_dir}",
+                     f"--model_dir={model_dir}", "--train_steps=100"), 2,
+                "parse", "cooldown_steps=2000", "train_steps=100")
+  assert not model_dir.exists()
 
 
 def test_other_commands_report_hparams_and_model_dir_errors(tmp_path):

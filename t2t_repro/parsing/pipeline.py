@@ -212,10 +212,12 @@ def train_parser(ptb_dir, model_dir, data_dir, *, splits=None, leaves="word",
     cli.UsageError, cli.DataError: a bad setting or unusable data (``train``).
     the errors of ``prepare.prepare`` and ``hparams.get_hparams``.
   """
+  # The hparams as the trainer resolves them, checked before anything is written.
+  hp = hparams_lib.get_hparams(hparams, ",".join(filter(None, (
+      hparams_override, "" if train_steps is None else f"train_steps={train_steps}"))))
   os.makedirs(model_dir, exist_ok=True)
   stats = prepare_lib.prepare(ptb_dir, data_dir, splits, leaves)
   print(prepare_lib.format_stats(stats), flush=True)
-  hp = hparams_lib.get_hparams(hparams, hparams_override)
   vocab_path = os.path.join(model_dir, "vocab.model")
   train_src = fileio.read_lines(os.path.join(data_dir, "train.src"))
   train_tgt = fileio.read_lines(os.path.join(data_dir, "train.tgt"))
