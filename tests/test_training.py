@@ -152,6 +152,8 @@ def test_cooldown_from_hparams_serializes_and_is_checked():
   assert type(copy) is CooldownSchedule and type(copy.base) is InverseSqrtSchedule
   assert [float(copy(i)) for i in (0, 700, 999)] == [float(schedule(i)) for i in (0, 700, 999)]
   assert float(schedule(799)) == pytest.approx(0.001 * (200 / 800) ** 0.5 * 201 / 400, rel=1e-6)
+  with pytest.raises(ValueError, match="cooldown_steps must be positive"):
+    CooldownSchedule(schedule.base, train_steps=1000, cooldown_steps=0)
   with pytest.raises(HParamsError, match="cooldown_steps=1001"):
     get_hparams("tiny", "train_steps=1000,cooldown_steps=1001")
 

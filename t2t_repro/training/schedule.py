@@ -94,11 +94,19 @@ class CooldownSchedule(keras.optimizers.schedules.LearningRateSchedule):
 
   Args:
     base: the schedule being cooled down (a `LearningRateSchedule`).
-    train_steps: the update at which the rate reaches 0 [steps].
-    cooldown_steps: length of the linear decay [steps], > 0.
+    train_steps: the last update of the run [steps]; every later update gets rate 0.
+    cooldown_steps: length of the linear decay [steps].
+
+  Returns (when called with the optimizer's 0-based iteration count): a float32 scalar,
+  the learning rate of that update.
+
+  Raises:
+    ValueError: cooldown_steps is not positive.
   """
 
   def __init__(self, base, train_steps, cooldown_steps):
+    if not cooldown_steps > 0:
+      raise ValueError(f"cooldown_steps must be positive, got {cooldown_steps}")
     self.base = base
     self.train_steps = train_steps
     self.cooldown_steps = cooldown_steps
