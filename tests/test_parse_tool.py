@@ -36,7 +36,7 @@ def trained(ptb_dir, tmp_path_factory):
   proc = subprocess.run(
       [sys.executable, PARSE_TOOL, "--mode=train", f"--ptb_dir={ptb_dir}",
        f"--model_dir={model_dir}", SPLITS, f"--hparams_override={TINY}",
-       "--train_steps=20", "--train_minutes=0", "--eval_every_steps=10",
+       "--train_steps=20", "--train_minutes=0", "--eval_every_steps=10", "--augment_copies=1",
        "--train_flags=--save_checkpoints_secs=0,--log_every_steps=10,"
        "--save_checkpoints_steps=10,--average_last=2"],
       capture_output=True, text=True, timeout=300,
@@ -55,6 +55,11 @@ def test_train_decodes_well_formed_trees_with_finite_f1(trained):
   scores = json.load(open(os.path.join(model_dir, "parse_scores.json")))
   assert scores["train"]["step"] == 20
   assert scores["train"]["config"]["problem"] == "parallel_text"
+  # --augment_copies=1: the trainer read the gold pairs plus one SUB2 pair per tree.
+  data_dir = os.path.join(model_dir, "data")
+  assert scores["train"]["config"]["train_src"] == os.path.join(data_dir, "train_aug.src")
+  assert len(_lines(os.path.join(data_dir, "train_aug.src"))) == 2 * len(
+      _lines(os.path.join(data_dir, "train.src"))) == 2 * scores["train"]["augment"]["gold_pairs"]
   assert set(scores["wall_seconds"]) == {"train", "decode_and_score", "total"}
   assert scores["decode"]["step"] == 20
   # --average_last: the model decoded is the average of ckpt-10 and ckpt-20.
@@ -233,6 +238,9 @@ def test_parse_splits_and_train_config():
       "/m", "/m", 45, 0)
   assert (config.hparams_override, config.train_steps, config.seed) == ("dropout=0.1", 7, 3)
   assert (config.eval_at_start, config.save_checkpoints_secs) == (False, 0)
+  config = pipeline.train_config("/m", "/d", train_split="train_aug")
+  assert (config.train_src, config.train_tgt, config.dev_src) == (
+      "/d/train_aug.src", "/d/train_aug.tgt", "/d/dev.src")
   for bad in (["--no_such_setting=1"], ["--seed=x"], ["--jit_compile=maybe"]):
     with pytest.raises(cli.UsageError, match="--train_flags"):
       pipeline.train_config("/m", "/d", extra=bad)

@@ -27,7 +27,8 @@ Five modes:
   python tools/parse.py --mode=train \
       --ptb_dir=../shared/data/ptb_sample/combined --model_dir=runs/parse \
       [--hparams=parsing_small] [--hparams_override=k=v,...] \
-      [--train_minutes=55] [--train_steps=N] [--alphas=0,0.3,0.6]
+      [--train_minutes=55] [--train_steps=N] [--alphas=0,0.3,0.6] \
+      [--augment_copies=N --augment_rate=0.1]
 
   # (e) decode and score an existing model dir (data from --mode=train)
   python tools/parse.py --mode=decode --model_dir=runs/parse \
@@ -78,6 +79,17 @@ def _define_flags():
                     "prepare, train: file ranges of the splits as NAME=FIRST-LAST "
                     "file numbers, e.g. train=1-4,dev=160-160,test=180-180 "
                     "(default: train 1-159, dev 160-179, test 180-199).")
+  flags.DEFINE_integer("augment_copies", 0,
+                       "prepare, train: SUB2 training pairs per train tree (Shi et al. "
+                       "2021: subtrees replaced by same-label subtrees of the train "
+                       "split, t2t_repro.parsing.augment), written with the gold pairs "
+                       "to train_aug.src/.tgt, which train then learns from; 0: none.",
+                       lower_bound=0)
+  flags.DEFINE_float("augment_rate", 0.1,
+                     "prepare, train: probability that a node of the SUB2 walk is "
+                     "replaced, in (0, 1].")
+  flags.register_validator("augment_rate", lambda rate: 0 < rate <= 1,
+                           message="--augment_rate must be in (0, 1]")
   flags.DEFINE_string("gold", None, "evaluate: gold trees, one per line.")
   flags.DEFINE_string("test", None, "evaluate: test trees, one per line.")
   flags.DEFINE_string("prm", None,
@@ -176,10 +188,12 @@ def _require(*names):
 
 def run_prepare():
   _require("ptb_dir", "output_dir")
-  stats = prepare.prepare(FLAGS.ptb_dir, FLAGS.output_dir, _splits(), FLAGS.leaves)
+  stats = prepare.prepare(FLAGS.ptb_dir, FLAGS.output_dir, _splits(), FLAGS.leaves,
+                          augment_copies=FLAGS.augment_copies,
+                          augment_rate=FLAGS.augment_rate)
   print(prepare.format_stats(stats))
   print(f"wrote {FLAGS.output_dir}/{{train,dev,test}}.{{src,tgt,tree}}, "
-        "symbols.txt, stats.json")
+        f"{'train_aug.{src,tgt}, ' if FLAGS.augment_copies else ''}symbols.txt, stats.json")
 
 
 def run_delinearize():
@@ -221,7 +235,8 @@ def run_train():
         hparams=FLAGS.hparams, hparams_override=FLAGS.hparams_override,
         bracket_vocab=FLAGS.bracket_vocab, train_minutes=FLAGS.train_minutes,
         train_steps=FLAGS.train_steps, eval_every_steps=FLAGS.eval_every_steps,
-        seed=FLAGS.seed, train_flags=FLAGS.train_flags)
+        seed=FLAGS.seed, train_flags=FLAGS.train_flags,
+        augment_copies=FLAGS.augment_copies, augment_rate=FLAGS.augment_rate)
   except RuntimeError as e:
     sys.exit(str(e))
   decode_start = time.monotonic()

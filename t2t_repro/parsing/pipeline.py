@@ -22,7 +22,7 @@ from t2t_repro.data import text_files
 from t2t_repro import hparams as hparams_lib
 from t2t_repro.decoding.translator import DecodeConfig, Translator
 from t2t_repro.decoding.loading import load_models, split_names
-from t2t_repro.parsing import evalb
+from t2t_repro.parsing import augment, evalb
 from t2t_repro.parsing import prepare as prepare_lib
 from t2t_repro.parsing import treebank
 from t2t_repro.parsing import trees as trees_lib
@@ -142,7 +142,7 @@ def evaluate_files(gold_path, test_path, params=evalb.COLLINS,
 
 def train_config(model_dir, data_dir, *, hparams="parsing_small",
                  hparams_override="", train_minutes=0.0, train_steps=None,
-                 eval_every_steps=500, seed=1234, extra=()):
+                 eval_every_steps=500, seed=1234, train_split="train", extra=()):
   """The `TrainConfig` of --mode=train.
 
   Args:
@@ -155,6 +155,8 @@ def train_config(model_dir, data_dir, *, hparams="parsing_small",
       BLEU and the test BLEU are always off (meaningless for trees, and
       beam-21 decoding is slow), and so is a best checkpoint on dev BLEU.
     seed: the trainer's seed.
+    train_split: the files the trainer learns from, {data_dir}/{train_split}.src/.tgt
+      ("train", or prepare's "train_aug" with SUB2 pairs).
     extra: more settings as the train command's flags ("--name=value"),
       applied last (`training.config.with_args`).
 
@@ -168,8 +170,9 @@ def train_config(model_dir, data_dir, *, hparams="parsing_small",
       model_dir=model_dir, vocab_dir=model_dir, hparams=hparams, hparams_override=hparams_override,
       problem="parallel_text", train_minutes=train_minutes, train_steps=train_steps,
       eval_every_steps=eval_every_steps, dev_bleu_lines=0, test_bleu_lines=0, seed=seed,
-      **{f"{split}_{side}": os.path.join(data_dir, f"{split}.{side}")
-         for split in ("train", "dev") for side in ("src", "tgt")})
+      **{f"{split}_{side}": os.path.join(data_dir, f"{name}.{side}")
+         for split, name in (("train", train_split), ("dev", "dev"))
+         for side in ("src", "tgt")})
   try:
     return with_args(config, extra)
   except ValueError as e:
@@ -190,7 +193,7 @@ def update_json(path, values):
 def train_parser(ptb_dir, model_dir, data_dir, *, splits=None, leaves="word",
                  hparams="parsing_small", hparams_override="", bracket_vocab=True,
                  train_minutes=0.0, train_steps=None, eval_every_steps=500, seed=1234,
-                 train_flags=()):
+                 train_flags=(), augment_copies=0, augment_rate=0.1):
   """prepare -> bracket-aware vocabulary -> the trainer (`training.api.train`, in-process).
 
   Writes ``data_dir`` (``prepare``), ``{model_dir}/vocab.model``
@@ -204,6 +207,10 @@ def train_parser(ptb_dir, model_dir, data_dir, *, splits=None, leaves="word",
       see ``train_config``; train_flags: more trainer settings as flags
       ("--save_checkpoints_secs=0").
     bracket_vocab: learn the vocabulary here (every bracket token one piece).
+    augment_copies, augment_rate: SUB2 pairs per train tree and the substitution
+      rate (``prepare.prepare``; seed 1); with copies > 0 the trainer reads
+      train_aug.src/.tgt, while the vocabulary is still learned on the gold train
+      pairs.
 
   Returns:
     (seconds: float, the trainer's wall time; result: its `training.config.TrainResult`).
@@ -215,8 +222,10 @@ def train_parser(ptb_dir, model_dir, data_dir, *, splits=None, leaves="word",
   # The hparams as the trainer resolves them, checked before anything is written.
   hp = hparams_lib.get_hparams(hparams, ",".join(filter(None, (
       hparams_override, "" if train_steps is None else f"train_steps={train_steps}"))))
+  augment.check_settings(augment_copies, augment_rate)
   os.makedirs(model_dir, exist_ok=True)
-  stats = prepare_lib.prepare(ptb_dir, data_dir, splits, leaves)
+  stats = prepare_lib.prepare(ptb_dir, data_dir, splits, leaves,
+                              augment_copies=augment_copies, augment_rate=augment_rate)
   print(prepare_lib.format_stats(stats), flush=True)
   vocab_path = os.path.join(model_dir, "vocab.model")
   train_src = fileio.read_lines(os.path.join(data_dir, "train.src"))
@@ -231,7 +240,8 @@ def train_parser(ptb_dir, model_dir, data_dir, *, splits=None, leaves="word",
           "symbols as single pieces", flush=True)
   config = train_config(model_dir, data_dir, hparams=hparams, hparams_override=hparams_override,
                         train_minutes=train_minutes, train_steps=train_steps,
-                        eval_every_steps=eval_every_steps, seed=seed, extra=train_flags)
+                        eval_every_steps=eval_every_steps, seed=seed, extra=train_flags,
+                        train_split=prepare_lib.AUGMENTED_SPLIT if augment_copies else "train")
   print(f"training: {config}", flush=True)
   start = time.monotonic()
   result = train(config)
@@ -247,7 +257,7 @@ def train_parser(ptb_dir, model_dir, data_dir, *, splits=None, leaves="word",
   update_json(os.path.join(model_dir, "parse_scores.json"), {"train": {
       "config": dataclasses.asdict(config), "seconds": round(seconds, 1), "step": result.step,
       "hparams": hparams, "hparams_override": hparams_override,
-      "bracket_vocab": bracket_vocab,
+      "bracket_vocab": bracket_vocab, "augment": stats.get("augment"),
       "target_pieces_per_line": None if per_line is None else round(per_line, 2),
   }})
   return seconds, result

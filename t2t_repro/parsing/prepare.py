@@ -6,13 +6,17 @@ Vinyals et al. 2015, leaves = the words or XX), {split}.tree (cleaned gold trees
 a line, POS tags kept); plus symbols.txt (the train split's bracket tokens,
 `trees.target_symbols`) and stats.json (counts and lengths, the leaf kind, and the
 train targets' deepest nesting and longest run of opening brackets, which bound the
-decoding constraint; read back by `read_data_stats`).
+decoding constraint; read back by `read_data_stats`). With ``augment_copies`` > 0
+it also writes train_aug.src/.tgt: the train pairs followed by that many SUB2 pairs
+per train tree (`augment`, Shi et al. 2021), the trainer's input for the augmented
+recipe; train.src/.tgt/.tree stay the gold data.
 """
 
 import json
 import os
 
 from t2t_repro import fileio
+from t2t_repro.parsing import augment
 from t2t_repro.parsing import treebank
 from t2t_repro.parsing import trees as trees_lib
 
@@ -59,7 +63,29 @@ def _split_stats(cleaned, file_ids):
   }, symbols
 
 
-def prepare(ptb_dir, output_dir, splits=None, leaves="word"):
+AUGMENTED_SPLIT = "train_aug"
+
+
+def _write_augmented(output_dir, train_trees, pairs, leaves, copies, rate, seed):
+  """Writes train_aug.src/.tgt (gold pairs, then the SUB2 pairs); returns its stats."""
+  paths = [os.path.join(output_dir, f"{AUGMENTED_SPLIT}.{side}") for side in ("src", "tgt")]
+  if not copies:
+    for path in paths:
+      if os.path.exists(path):
+        os.remove(path)
+    return None
+  new = [trees_lib.linearize(tree, leaves)
+         for tree in augment.augment(train_trees, copies, rate, seed)]
+  for path, side in zip(paths, (0, 1)):
+    fileio.write_lines(path, [pair[side] for pair in pairs + new])
+  return {"copies": copies, "rate": rate, "seed": seed, "gold_pairs": len(pairs),
+          "new_pairs": len(new),
+          "changed_pairs": sum(new[k] != pairs[k // copies] for k in range(len(new))),
+          "avg_source_len": sum(len(s.split()) for s, _ in new) / max(1, len(new))}
+
+
+def prepare(ptb_dir, output_dir, splits=None, leaves="word", *, augment_copies=0,
+            augment_rate=0.1, augment_seed=1):
   """Writes {split}.src/.tgt/.tree, symbols.txt and stats.json.
 
   Args:
@@ -69,14 +95,21 @@ def prepare(ptb_dir, output_dir, splits=None, leaves="word"):
       ``treebank.PTB_SAMPLE_SPLITS``.
     leaves: the targets' leaf token, "word" or "xx" (``trees.linearize``);
       recorded in stats.json for decoding.
+    augment_copies, augment_rate, augment_seed: SUB2 pairs per train tree (0:
+      none, and a stale train_aug.src/.tgt is removed), the substitution rate
+      and seed (``augment.augment``); their counts go to stats.json "augment".
 
   Returns:
     dict, the statistics (also written to stats.json).
 
   Raises:
     FileNotFoundError: ptb_dir does not exist.
-    ValueError: a split gets no file.
+    ValueError: a split gets no file, or augment_copies > 0 without a
+      "train" split, or augment_copies / augment_rate out of range.
   """
+  augment.check_settings(augment_copies, augment_rate)
+  if augment_copies and "train" not in (splits or treebank.PTB_SAMPLE_SPLITS):
+    raise ValueError("augment_copies needs a 'train' split")
   os.makedirs(output_dir, exist_ok=True)
   by_split = treebank.split_file_ids(treebank.treebank_file_ids(ptb_dir),
                                       splits)
@@ -95,6 +128,9 @@ def prepare(ptb_dir, output_dir, splits=None, leaves="word"):
     stats["splits"][name], all_symbols[name] = _split_stats(cleaned, file_ids)
     stats["splits"][name]["first_file"] = file_ids[0]
     stats["splits"][name]["last_file"] = file_ids[-1]
+    if name == "train":
+      stats["augment"] = _write_augmented(output_dir, cleaned, pairs, leaves,
+                                          augment_copies, augment_rate, augment_seed)
   train_symbols = all_symbols.get("train", set())
   union = set().union(*all_symbols.values())
   stats["distinct_target_symbols_all"] = len(union)
