@@ -49,19 +49,15 @@ def subtree_pool(trees):
   return pool
 
 
-def _copy(node):
-  return node.copy(deep=True)
-
-
 def _walk(node, pool, rng, rate):
   """A copy of ``node`` whose children were each replaced (with probability
   ``rate``, by a same-label node of ``pool``) or walked in turn."""
   if trees_lib.is_preterminal(node):
-    return _copy(node)
+    return node.copy(deep=True)
   children = []
   for child in node:
     if rng.random() < rate:
-      children.append(_copy(rng.choice(pool[child.label()])))
+      children.append(rng.choice(pool[child.label()]).copy(deep=True))
     else:
       children.append(_walk(child, pool, rng, rate))
   return nltk.Tree(node.label(), children)
