@@ -266,6 +266,10 @@ def test_parse_train_checks_hparams_before_writing(ptb_dir, tmp_path):
                      f"--model_dir={model_dir}", "--train_steps=100"), 2,
                 "parse", "cooldown_steps=2000", "train_steps=100")
   assert not model_dir.exists()
+  _assert_error(_run("tools/parse.py", "--mode=train", f"--ptb_dir={ptb_dir}",
+                     f"--model_dir={model_dir}", "--augment_copies=1",
+                     "--splits=dev=160-160,test=180-180"), 2, "parse", "--augment_copies", "'train'")
+  assert not model_dir.exists()
   for flag in ("--augment_rate=0", "--augment_rate=1.5", "--augment_copies=-1"):
     _assert_error(_run("tools/parse.py", "--mode=train", f"--ptb_dir={ptb_dir}",
                        f"--model_dir={model_dir}", flag), 2, "parse", flag.split("=")[0])

@@ -174,9 +174,12 @@ def _valid_alphas(values):
 
 def _splits():
   try:
-    return prepare.parse_splits(FLAGS.splits)
+    splits = prepare.parse_splits(FLAGS.splits)
   except ValueError as e:
     raise app.UsageError(str(e)) from None
+  if FLAGS.augment_copies and splits and "train" not in splits:
+    raise app.UsageError("--augment_copies needs a 'train' split in --splits")
+  return splits
 
 
 def _require(*names):

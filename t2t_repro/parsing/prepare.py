@@ -67,7 +67,11 @@ AUGMENTED_SPLIT = "train_aug"
 
 
 def _write_augmented(output_dir, train_trees, pairs, leaves, copies, rate, seed):
-  """Writes train_aug.src/.tgt (gold pairs, then the SUB2 pairs); returns its stats."""
+  """Writes train_aug.src/.tgt (gold pairs, then the SUB2 pairs); returns its stats.
+
+  The pairs are held as text until written: copies x the train split (9 copies of
+  the sample: 33,960 pairs, 14 MB; of the full WSJ, 12 times that).
+  """
   paths = [os.path.join(output_dir, f"{AUGMENTED_SPLIT}.{side}") for side in ("src", "tgt")]
   if not copies:
     for path in paths:
