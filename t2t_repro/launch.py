@@ -27,6 +27,8 @@ COMMANDS = {
     "t2t-train": "t2t_repro.train",
     "t2t-translate": "t2t_repro.translate",
     "t2t-evaluate": "t2t_repro.evaluate",
+    "t2t-validate": "t2t_repro.validate",
+    "t2t-score": "t2t_repro.score",
     "t2t-export": "t2t_repro.export",
     "t2t-summary": "t2t_repro.summary",
     "t2t-average": "t2t_repro.average_checkpoints",
@@ -80,6 +82,8 @@ def _entry_point(script):
 train = _entry_point("t2t-train")
 translate = _entry_point("t2t-translate")
 evaluate = _entry_point("t2t-evaluate")
+validate = _entry_point("t2t-validate")
+score = _entry_point("t2t-score")
 export = _entry_point("t2t-export")
 summary = _entry_point("t2t-summary")
 average = _entry_point("t2t-average")

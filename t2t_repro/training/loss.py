@@ -1,6 +1,10 @@
-"""Label-smoothed cross-entropy summed over real target tokens (§5.4)."""
+"""Label-smoothed cross-entropy summed over real target tokens (§5.4), and the
+teacher-forced loss sums of one batch that training, the trainer's dev loss and
+`t2t_repro.training.perplexity` share."""
 
 import tensorflow as tf
+
+from t2t_repro.constants import PAD_ID
 
 
 def smoothed_cross_entropy(logits, labels, weights, label_smoothing):
@@ -58,3 +62,37 @@ def smoothed_cross_entropy(logits, labels, weights, label_smoothing):
 
   smoothed, nll = per_token(logits)
   return tf.reduce_sum(smoothed * weights), tf.reduce_sum(nll * weights)
+
+
+def batch_loss_sums(model, batch, label_smoothing, training, static_shapes=False):
+  """Teacher-forced loss sums of one batch (§5.4): the one computation behind a training
+  step, the trainer's dev loss and `perplexity.perplexity`.
+
+  Args:
+    model: a `Transformer`.
+    batch: {"inputs": int32 [batch, src_len], "targets": int32 [batch, tgt_len]}, padded
+      with PAD_ID, every row ending in EOS (`data.batching.make_dataset`).
+    label_smoothing: eps_ls of the smoothed sum (the nll sum never has smoothing).
+    training: dropout on (True) or off.
+    static_shapes: project every position and weight padding by 0 (static shapes, for
+      XLA); otherwise only the real target tokens get logits and a softmax.
+
+  Returns:
+    (smoothed_sum, nll_sum, target_tokens, source_tokens): float32 scalars; the sums
+    are in nats over the real (non-pad) target tokens, EOS included [tokens].
+  """
+  inputs, targets = batch["inputs"], batch["targets"]
+  memory, src_bias = model.encode(inputs, training=training)
+  hidden = model.decoder_hidden(targets, memory, src_bias, training=training)
+  mask = tf.not_equal(targets, PAD_ID)
+  if static_shapes:
+    hidden = tf.reshape(hidden, [-1, tf.shape(hidden)[-1]])
+    labels = tf.reshape(targets, [-1])
+    weights = tf.cast(tf.reshape(mask, [-1]), tf.float32)
+  else:
+    hidden = tf.boolean_mask(hidden, mask)
+    labels = tf.boolean_mask(targets, mask)
+    weights = tf.ones_like(labels, tf.float32)
+  smoothed, nll = smoothed_cross_entropy(model.logits(hidden), labels, weights, label_smoothing)
+  return (smoothed, nll, tf.reduce_sum(tf.cast(mask, tf.float32)),
+          tf.reduce_sum(tf.cast(tf.not_equal(inputs, PAD_ID), tf.float32)))

@@ -20,7 +20,7 @@ import tensorflow as tf
 from t2t_repro.constants import PAD_ID
 from t2t_repro.model.transformer import Transformer
 from t2t_repro.training import checkpoints
-from t2t_repro.training.loss import smoothed_cross_entropy
+from t2t_repro.training.loss import batch_loss_sums
 from t2t_repro.training.schedule import make_schedule
 
 SUM = tf.distribute.ReduceOp.SUM
@@ -212,22 +212,8 @@ class Trainer:
 
   def _token_loss(self, batch, training):
     """Loss sums of one micro-batch: (smoothed_sum, nll_sum, target_tokens, source_tokens)."""
-    inputs, targets = batch["inputs"], batch["targets"]
-    memory, src_bias = self.model.encode(inputs, training=training)
-    hidden = self.model.decoder_hidden(targets, memory, src_bias, training=training)
-    mask = tf.not_equal(targets, PAD_ID)
-    if self.jit_compile:  # static shapes for XLA: project every position, weight pads by 0
-      hidden = tf.reshape(hidden, [-1, self.hparams.d_model])
-      labels = tf.reshape(targets, [-1])
-      weights = tf.cast(tf.reshape(mask, [-1]), tf.float32)
-    else:  # project only real tokens: no logits or softmax for padding
-      hidden = tf.boolean_mask(hidden, mask)
-      labels = tf.boolean_mask(targets, mask)
-      weights = tf.ones_like(labels, tf.float32)
-    smoothed, nll = smoothed_cross_entropy(self.model.logits(hidden), labels, weights,
-                                           self.hparams.label_smoothing)
-    return (smoothed, nll, tf.reduce_sum(tf.cast(mask, tf.float32)),
-            tf.reduce_sum(tf.cast(tf.not_equal(inputs, PAD_ID), tf.float32)))
+    return batch_loss_sums(self.model, batch, self.hparams.label_smoothing, training,
+                           static_shapes=self.jit_compile)
 
   def _forward_backward(self, batch, global_tokens):
     with tf.GradientTape() as tape:
