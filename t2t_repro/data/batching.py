@@ -22,8 +22,10 @@ longer than `max_length` is batched alone, padded to its own length.
 `batch_tokens`.
 """
 
+import numpy as np
 import tensorflow as tf
 
+from t2t_repro.constants import PAD_ID
 from t2t_repro.data import corpus as corpus_lib
 from t2t_repro.data import text_files
 
@@ -273,6 +275,21 @@ def make_distributed_dataset(strategy, pairs, tokenizer, **kwargs):
   """
   return strategy.distribute_datasets_from_function(
       lambda input_context: make_dataset(pairs, tokenizer, input_context=input_context, **kwargs))
+
+
+def pad_rows(rows):
+  """Id sequences -> one right-padded matrix, as decoding and scoring feed the model.
+
+  Args:
+    rows: non-empty list of int sequences (lists or numpy arrays).
+
+  Returns:
+    numpy int32 [len(rows), max(1, longest)], PAD_ID (0) after each row.
+  """
+  out = np.full([len(rows), max([1] + [len(r) for r in rows])], PAD_ID, np.int32)
+  for i, row in enumerate(rows):
+    out[i, :len(row)] = row
+  return out
 
 
 def length_sorted_batches(lengths, batch_tokens):

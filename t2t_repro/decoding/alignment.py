@@ -24,7 +24,8 @@ import numpy as np
 import sentencepiece as spm
 import tensorflow as tf
 
-from t2t_repro.constants import EOS_ID, PAD_ID
+from t2t_repro.constants import EOS_ID
+from t2t_repro.data import batching
 
 ALIGNMENT_KINDS = ("hard", "soft")
 _CHUNK = 32  # sentence pairs per teacher-forced pass
@@ -81,18 +82,11 @@ def sentence_weights(model, pairs, layer=-1):
   out = []
   for start in range(0, len(pairs), _CHUNK):
     chunk = pairs[start:start + _CHUNK]
-    sources = _pad([s for s, _ in chunk])
-    targets = _pad([t for _, t in chunk])
+    sources = batching.pad_rows([s for s, _ in chunk])
+    targets = batching.pad_rows([t for _, t in chunk])
     weights = cross_attention(model, sources, targets, layer)
     for row, (source, target) in enumerate(chunk):
       out.append(weights[row, :len(_drop_eos(target)), :len(_drop_eos(source))])
-  return out
-
-
-def _pad(rows):
-  out = np.full([len(rows), max(1, max(len(r) for r in rows))], PAD_ID, np.int32)
-  for i, r in enumerate(rows):
-    out[i, :len(r)] = r
   return out
 
 
