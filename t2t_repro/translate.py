@@ -43,6 +43,11 @@ cross-attention of decoder layer --alignment_layer (default the last, as fairseq
 averaged over heads: Pharaoh "i-j" pairs or a JSON object per line
 (`t2t_repro.decoding.alignment`).
 
+--sampling_topk=K, --sampling_topp=P and/or --sampling_temperature=T draw the outputs at
+random instead (`t2t_repro.decoding.sampling`; --n_samples=N per line, as --n_best's lines
+when N > 1; --seed). --target_prefix_file=F forces each line's output to start with that
+line of F (an empty line: no prefix), then decoding continues (`t2t_repro.decoding.prefix`).
+
 --evaluate --ref=FILE (repeatable) also scores the translations with
 `t2t_repro.evaluate` (sacreBLEU primary, chrF, paper-comparable BLEU) and prints the
 report to stdout after the translations (to stdout alone when --output_file is given).
@@ -75,7 +80,8 @@ def _define_flags():
       "an ensemble (with one --model_dir, or one per model dir).")
   flags.DEFINE_string("input_file", None, "Source sentences, one per line (default: stdin).")
   flags.DEFINE_string("output_file", None, "Translations (default: stdout).")
-  decode_config.define_flags(help_overrides={
+  decode_config.define_flags(names=(*decode_config.DEFAULT_FLAGS, *decode_config.SAMPLING_FLAGS),
+                             help_overrides={
       "n_best": "Write the N best as 'i<TAB>score<TAB>translation' (default: just the best "
                 "translation per line); the beam is widened to N if smaller."})
   flags.adopt_module_key_flags(decode_config)  # --help lists the decoding flags
@@ -97,6 +103,9 @@ def _define_flags():
                        lower_bound=1)
   flags.DEFINE_float("buffer_seconds", 0.05, "Streaming input: how long to wait for another line "
                      "before translating the lines buffered [s].", lower_bound=0.0)
+  flags.DEFINE_string("target_prefix_file", None, "One target prefix per input line: every output "
+                      "of that line starts with it, then decoding continues (CTranslate2's "
+                      "target_prefix); an empty line means none.")
   flags.DEFINE_bool("evaluate", False, "Score the translations against --ref.")
   flags.DEFINE_multi_string("ref", None, "Reference file for --evaluate (repeatable).")
   flags.DEFINE_string("tgt_lang", None, "Target language for --evaluate's paper BLEU "
@@ -114,7 +123,8 @@ def _streaming():
   """Whether to translate stdin line by line as it arrives: a pipe or terminal on stdin
   (not a file redirected with `<`), output to stdout, no --evaluate, no --alignments."""
   return (FLAGS.input_file in (None, "-") and not FLAGS.output_file and not FLAGS.evaluate
-          and not FLAGS.alignments and not stat.S_ISREG(os.fstat(sys.stdin.fileno()).st_mode))
+          and not FLAGS.alignments and not FLAGS.target_prefix_file
+          and not stat.S_ISREG(os.fstat(sys.stdin.fileno()).st_mode))
 
 
 def _translator():
@@ -137,7 +147,7 @@ def _translator():
 
 def _output_lines(nbest, first_line=0):
   """The lines to write for `nbest` (input lines first_line, first_line + 1, ...)."""
-  if not FLAGS.n_best:
+  if not FLAGS.n_best and (FLAGS.n_samples or 1) == 1:
     return [hyps[0][1] for hyps in nbest]
   # format_nbest numbers from 0: shift to the input line numbers.
   return [f"{int(i) + first_line}\t{rest}" for i, rest in
@@ -172,11 +182,17 @@ def main(argv):
   for path, ref in zip(FLAGS.ref or [], refs):
     if len(ref) != len(lines):
       raise app.UsageError(f"{path} has {len(ref)} lines, the input has {len(lines)}")
+  prefixes = None
+  if FLAGS.target_prefix_file:
+    prefixes = fileio.read_lines(FLAGS.target_prefix_file)
+    if len(prefixes) != len(lines):
+      raise cli.DataError(f"--target_prefix_file={FLAGS.target_prefix_file} has {len(prefixes)} "
+                          f"lines, the input has {len(lines)}")
   translator = _translator()
   started = time.monotonic()
   # Keras's Progbar always redraws with "\r" and colour codes: on a terminal only.
   progress = FLAGS.progress and logs.stderr_is_terminal()
-  nbest = translator.nbest(lines, progress, return_ids=bool(FLAGS.alignments))
+  nbest = translator.nbest(lines, progress, return_ids=bool(FLAGS.alignments), prefixes=prefixes)
   if FLAGS.progress and not progress:
     logging.info("translated %d lines in %s", len(lines), logs.hms(time.monotonic() - started))
   if FLAGS.alignments:

@@ -29,6 +29,12 @@ class DecodeConfig:
       cut to its first max_input_length - 1 tokens + EOS with a logged warning naming
       the line, so no input line can exhaust memory. None: as much as the model's
       position table leaves, max_positions - decode_extra_length.
+    sampling_topk, sampling_topp, sampling_temperature: random sampling instead of beam
+      search when any is given (`decoding.sampling`): draw from the top-k pieces (0: all),
+      from the smallest set of probability >= top_p (1: all), with logits divided by the
+      temperature (0: argmax). None: not given.
+    n_samples: outputs drawn per sentence when sampling (beam_size and n_best unused).
+    seed: seed of the sampling draws.
 
   Raises:
     ValueError (on construction): a setting out of range.
@@ -40,16 +46,35 @@ class DecodeConfig:
   batch_tokens: int = 4096
   n_best: int = 1
   max_input_length: int | None = None
+  sampling_topk: int | None = None
+  sampling_topp: float | None = None
+  sampling_temperature: float | None = None
+  n_samples: int = 1
+  seed: int = 0
 
   def __post_init__(self):
     for field in dataclasses.fields(self):
       check_setting(field.name, getattr(self, field.name))
     if self.n_best > self.beam_size:
       raise ValueError(f"n_best must be in [1, beam_size={self.beam_size}], got {self.n_best}")
+    if self.n_samples > 1 and not self.sampling:
+      raise ValueError("n_samples > 1 needs sampling: give sampling_topk, sampling_topp or "
+                       "sampling_temperature")
+
+  @property
+  def sampling(self):
+    """True when the outputs are drawn at random (`decoding.sampling`), not beam-searched."""
+    return any(v is not None for v in (self.sampling_topk, self.sampling_topp,
+                                       self.sampling_temperature))
+
+  @property
+  def outputs_per_sentence(self):
+    """n_samples when sampling, else n_best."""
+    return self.n_samples if self.sampling else self.n_best
 
   @classmethod
   def resolve(cls, hparams, beam_size=None, alpha=None, decode_extra_length=None,
-              batch_tokens=None, n_best=None, max_input_length=None):
+              batch_tokens=None, n_best=None, max_input_length=None, **sampling):
     """The settings: each given value, else the hparams' (beam_size, alpha,
     decode_extra_length), else the class default (batch_tokens 4096, n_best 1; the
     hparam `batch_tokens` is training's). The beam is widened to n_best if narrower.
@@ -63,7 +88,8 @@ class DecodeConfig:
                decode_extra_length=(hparams.decode_extra_length if decode_extra_length is None
                                     else decode_extra_length),
                batch_tokens=batch_tokens or cls.batch_tokens, n_best=n_best,
-               max_input_length=max_input_length)
+               max_input_length=max_input_length,
+               **{k: v for k, v in sampling.items() if v is not None})
 
   @classmethod
   def from_flags(cls, hparams, flag_values=None):
@@ -76,7 +102,11 @@ class DecodeConfig:
 # Smallest value of each setting, and why where it is not obvious.
 _MINIMUM = {"beam_size": (1, ""), "alpha": (0, " (early termination assumes it)"),
             "decode_extra_length": (0, ""), "batch_tokens": (1, ""), "n_best": (1, ""),
-            "max_input_length": (2, " (a token and EOS)")}
+            "max_input_length": (2, " (a token and EOS)"), "sampling_topk": (0, ""),
+            "sampling_topp": (0, ""), "sampling_temperature": (0, ""), "n_samples": (1, ""),
+            "seed": (0, "")}
+_MAXIMUM = {"sampling_topp": 1.0}
+_FLOAT_SETTINGS = ("alpha", "sampling_topp", "sampling_temperature")
 
 
 def check_setting(name, value):
@@ -86,6 +116,8 @@ def check_setting(name, value):
   minimum, why = _MINIMUM[name]
   if value is not None and value < minimum:
     raise ValueError(f"{name} must be >= {minimum}{why}, got {value}")
+  if value is not None and name in _MAXIMUM and not (minimum < value <= _MAXIMUM[name]):
+    raise ValueError(f"{name} must be in ({minimum}, {_MAXIMUM[name]}], got {value}")
 
 
 def _validator(name):
@@ -108,24 +140,39 @@ _FLAG_HELP = {
     "n_best": "Hypotheses per sentence (default 1); the beam is widened to N if smaller.",
     "max_input_length": "Longest source decoded [tokens, EOS included]; a longer line is cut "
                         "to it with a warning (default: max_positions - decode_extra_length).",
+    "sampling_topk": "Sample outputs instead of beam search, from the K most likely pieces "
+                     "at each step (0: from all).",
+    "sampling_topp": "Sample outputs instead of beam search, from the smallest set of pieces "
+                     "whose probability reaches P at each step (nucleus sampling; 1: all).",
+    "sampling_temperature": "Sample outputs instead of beam search, with the logits divided by "
+                            "T (0: argmax; 1: the model's distribution).",
+    "n_samples": "Outputs drawn per sentence when sampling (default 1); written as --n_best's "
+                 "'i<TAB>score<TAB>translation' lines when > 1.",
+    "seed": "Seed of the sampling draws (default 0): the same seed, input and --batch_tokens "
+            "give the same samples.",
 }
 
+SAMPLING_FLAGS = ("sampling_topk", "sampling_topp", "sampling_temperature", "n_samples", "seed")
 
-def define_flags(names=("beam_size", "alpha", "decode_extra_length", "batch_tokens", "n_best",
-                        "max_input_length"),
+
+DEFAULT_FLAGS = ("beam_size", "alpha", "decode_extra_length", "batch_tokens", "n_best",
+                 "max_input_length")
+
+
+def define_flags(names=DEFAULT_FLAGS,
                  help_overrides=None, flag_values=flags.FLAGS):
   """Defines the decoding flags `names` (absl, default None = from hparams) for a command,
   each validated at parse time by `check_setting`.
 
   Args:
     names: which of beam_size, alpha, decode_extra_length, batch_tokens, n_best,
-      max_input_length.
+      max_input_length (`DEFAULT_FLAGS`) and the sampling settings (`SAMPLING_FLAGS`).
     help_overrides: dict name -> help text, for a command whose use differs.
     flag_values: the absl FlagValues to define them in.
   """
   helps = {**_FLAG_HELP, **(help_overrides or {})}
   for name in names:
-    define = flags.DEFINE_float if name == "alpha" else flags.DEFINE_integer
+    define = flags.DEFINE_float if name in _FLOAT_SETTINGS else flags.DEFINE_integer
     define(name, None, helps[name], flag_values=flag_values)
     flags.register_validator(name, _validator(name), flag_values=flag_values)
 

@@ -18,9 +18,10 @@ only one known (each row then decodes beam_size hypotheses).
 
 `Translator` strips every line, tokenizes, sorts the sentences by length and batches
 them under `batch_tokens` (`batching.length_sorted_batches`), runs beam search
-(`t2t_repro.decoding.beam_search`), restores the input order and detokenizes. A
-blank line gives "" with score 0 and is not decoded. Each sentence is decoded
-independently of its batch, so batching does not change any output.
+(`t2t_repro.decoding.beam_search`) or, when the config samples, random sampling
+(`t2t_repro.decoding.sampling`), restores the input order and detokenizes. A
+blank line gives "" with score 0 and is not decoded. Each sentence is beam-searched
+independently of its batch, so batching does not change any beam-search output.
 """
 
 import contextlib
@@ -33,8 +34,9 @@ from absl import logging
 
 from t2t_repro.constants import EOS_ID, PAD_ID
 from t2t_repro.data import batching
-from t2t_repro.decoding import beam_search
+from t2t_repro.decoding import beam_search, sampling
 from t2t_repro.decoding.config import DecodeConfig, check_positions
+from t2t_repro.decoding.prefix import TargetPrefix
 
 TOKENIZE_CHUNK = 4096  # lines per tokenizer call
 
@@ -61,15 +63,20 @@ class Translator:
     self.tokenizer = tokenizer
     self.config = config
     self.constraint = constraint
+    self._search = None  # the tf.function of `search` for sampling and prefixes, made on first use
 
-  def search(self, inputs):
-    """Graph-building beam search of one padded batch (for tf.functions, e.g. the export).
+  def search(self, inputs, prefixes=None):
+    """Graph-building decoding of one padded batch (for tf.functions, e.g. the export):
+    beam search, or sampling when the config samples (`DecodeConfig.sampling`).
 
     Args:
       inputs: int32 [batch, src_len], 0-padded, each row ending with EOS.
+      prefixes: None, or int32 [batch, P] target prefixes, 0-padded, no EOS (a row of
+        zeros: none), forced by a `prefix.TargetPrefix` constraint.
 
     Returns:
-      (ids int32 [batch, n_best, T], scores float32 [batch, n_best]), `beam_search.search`.
+      (ids int32 [batch, n, T], scores float32 [batch, n]), n = the config's
+      `outputs_per_sentence`; `beam_search.search`, `sampling.sample`.
 
     Raises:
       tf.errors.InvalidArgumentError (at run time): an output could exceed max_positions.
@@ -82,20 +89,42 @@ class Translator:
                 f"{self.model.max_positions}")
     with tf.control_dependencies([check]):
       lengths = tf.identity(lengths)
+    constraint = self.constraint
+    if prefixes is not None:
+      if constraint is not None:
+        raise ValueError("a target prefix cannot be combined with another decoding constraint")
+      constraint = TargetPrefix(prefixes, self.model.vocab_size)
+    if cfg.sampling:
+      return sampling.sample(self.model, inputs, lengths, cfg.alpha, n_samples=cfg.n_samples,
+                             top_k=cfg.sampling_topk or 0, top_p=cfg.sampling_topp or 1.0,
+                             temperature=(1.0 if cfg.sampling_temperature is None
+                                          else cfg.sampling_temperature),
+                             seed=cfg.seed, eos_id=EOS_ID, constraint=constraint)
     return beam_search.search(self.model, inputs, lengths, cfg.alpha, beam_size=cfg.beam_size,
-                              n_best=cfg.n_best, eos_id=EOS_ID, constraint=self.constraint)
+                              n_best=cfg.n_best, eos_id=EOS_ID, constraint=constraint)
 
-  def decode_batch(self, inputs):
-    """Beam search of one padded batch with the config (a cached tf.function, no retracing).
+  def decode_batch(self, inputs, prefixes=None):
+    """Decoding of one padded batch with the config: beam search (a cached tf.function, no
+    retracing) or, when the config samples or `prefixes` are given, `search` in this
+    Translator's own tf.function (one trace for every batch shape).
 
     Args:
       inputs: int32 [batch, src_len] (numpy or tensor), 0-padded, rows ending with EOS.
+      prefixes: None, or int32 [batch, P >= 1] forced target prefixes (see `search`).
 
     Returns:
-      (ids int32 [batch, n_best, T], scores float32 [batch, n_best]), best first;
-      see `beam_search.beam_search`.
+      (ids int32 [batch, n, T], scores float32 [batch, n]); beam search: best first,
+      see `beam_search.beam_search`; sampling: in the order drawn.
     """
     cfg = self.config
+    if cfg.sampling or prefixes is not None:
+      if self._search is None:
+        spec = tf.TensorSpec([None, None], tf.int32)
+        self._search = tf.function(self.search, input_signature=[spec, spec])
+      if prefixes is None:
+        prefixes = np.zeros([np.shape(inputs)[0], 1], np.int32)
+      return self._search(tf.convert_to_tensor(inputs, tf.int32),
+                          tf.convert_to_tensor(prefixes, tf.int32))
     return beam_search.beam_search(
         self.model, inputs, beam_size=cfg.beam_size, alpha=cfg.alpha, n_best=cfg.n_best,
         eos_id=EOS_ID, decode_extra_length=cfg.decode_extra_length, constraint=self.constraint)
@@ -144,18 +173,17 @@ class Translator:
   def padded_batches(self, ids):
     """Yields (indices into ids, int32 [rows, width] 0-padded inputs), shortest first."""
     for batch in batching.length_sorted_batches([len(x) for x in ids], self.config.batch_tokens):
-      inputs = np.full([len(batch), max(len(ids[j]) for j in batch)], PAD_ID, np.int32)
-      for row, j in enumerate(batch):
-        inputs[row, :len(ids[j])] = ids[j]
-      yield batch, inputs
+      yield batch, batching.pad_rows([ids[j] for j in batch])
 
-  def nbest(self, lines, progress=False, return_ids=False):
-    """Decodes sentences and returns their n-best lists.
+  def nbest(self, lines, progress=False, return_ids=False, prefixes=None):
+    """Decodes sentences and returns their n-best lists (or samples).
 
     Args:
       lines: list of str source sentences (stripped here); blank ones are not decoded.
       progress: a Keras Progbar (sentences) on stderr.
       return_ids: also return each hypothesis's token ids.
+      prefixes: None, or one str per line: the start every output of that line is forced
+        to ("" or blank: none); its pieces are part of the output and its score.
 
     Returns:
       list (one per line, input order) of `config.n_best` (score, text) pairs, best
@@ -168,17 +196,23 @@ class Translator:
       ValueError: `config.max_input_length` + decode_extra_length exceeds the model's
         max_positions (`check_positions`).
     """
-    n_best = self.config.n_best
+    n_best = self.config.outputs_per_sentence
     lines = [line.strip() for line in lines]
     results = [[(0.0, "", np.zeros([0], np.int32)) if return_ids else (0.0, "")]
                for _ in lines]
     todo = [i for i, line in enumerate(lines) if line]
     ids = self.bound_lengths(self.encode([lines[i] for i in todo]) if todo else [],
                              [i + 1 for i in todo])
+    forced = None
+    if prefixes is not None:
+      if len(prefixes) != len(lines):
+        raise ValueError(f"{len(prefixes)} target prefixes for {len(lines)} lines")
+      forced = [p[:-1] for p in self.encode([prefixes[i].strip() for i in todo])] if todo else []
     bar = keras.utils.Progbar(len(lines), unit_name="sentence") if progress else None
     done = len(lines) - len(todo)
     for batch, inputs in self.padded_batches(ids):
-      out_ids, scores = self.decode_batch(inputs)
+      out_ids, scores = self.decode_batch(
+          inputs, None if forced is None else batching.pad_rows([forced[j] for j in batch]))
       texts = self.tokenizer.decode(tf.reshape(out_ids, [len(batch) * n_best, -1])).numpy()
       texts = np.reshape(texts, [len(batch), n_best])
       scores, out_ids = scores.numpy(), out_ids.numpy()

@@ -1,0 +1,49 @@
+"""A forced target prefix per sentence, as a decoding constraint (CTranslate2's
+`target_prefix`, fairseq's `--prefix-size`, Sockeye's `target_prefix`).
+
+`TargetPrefix` implements the constraint protocol of `decoding.beam_search.search`
+(`start` / `allowed` / `advance`, one row per hypothesis): while a hypothesis is inside its
+sentence's prefix only the next prefix piece is allowed, then every piece is. The search
+keeps the model's own log-probabilities (no renormalization), so a hypothesis's score is
+log P(prefix + continuation | X) / lp, and the prefix's pieces count in |Y|. Sampling
+(`decoding.sampling`) takes the same constraint.
+"""
+
+import tensorflow as tf
+
+from t2t_repro.constants import PAD_ID
+
+
+class TargetPrefix:
+  """Forces each sentence's output to start with its prefix.
+
+  Args:
+    prefixes: int32 [batch, P] prefix piece ids, 0-padded on the right (a row of zeros:
+      no prefix); no EOS.
+    vocab_size: V of the model.
+  """
+
+  def __init__(self, prefixes, vocab_size):
+    self.prefixes = tf.convert_to_tensor(prefixes, tf.int32)
+    self.vocab_size = vocab_size
+
+  def start(self, inputs, beam_size, max_lengths):
+    """Initial state: {"prefix" int32 [rows, P], "length" int32 [rows], "pos" int32 [rows]}."""
+    del inputs, max_lengths
+    prefix = tf.repeat(self.prefixes, beam_size, axis=0)
+    length = tf.reduce_sum(tf.cast(tf.not_equal(prefix, PAD_ID), tf.int32), axis=1)
+    return {"prefix": prefix, "length": length, "pos": tf.zeros_like(length)}
+
+  def allowed(self, state):
+    """bool [rows, V]: only the next prefix piece inside the prefix, everything after it."""
+    width = tf.shape(state["prefix"])[1]
+    inside = state["pos"] < state["length"]
+    forced = tf.gather(state["prefix"], tf.minimum(state["pos"], tf.maximum(width - 1, 0)),
+                       batch_dims=1)
+    only = tf.one_hot(forced, self.vocab_size, on_value=True, off_value=False)
+    return tf.logical_or(only, tf.logical_not(inside)[:, None])
+
+  def advance(self, state, tokens):
+    """The state after each hypothesis wrote `tokens` (int32 [rows])."""
+    del tokens
+    return dict(state, pos=state["pos"] + 1)

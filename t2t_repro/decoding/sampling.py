@@ -1,0 +1,120 @@
+"""Random sampling of translations, for back-translation and diverse outputs.
+
+fairseq's `--sampling --sampling-topk/--sampling-topp`, OpenNMT-tf's `sampling_topk` /
+`sampling_temperature`, tensor2tensor's `sampling_method=random`: each of `n_samples`
+hypotheses per sentence draws its next piece from the model's distribution,
+
+  p'(y) ~ exp(log p(y) / temperature), restricted to the top-k pieces (top-k sampling,
+  Fan et al. 2018) and/or to the smallest set whose probability reaches top_p (nucleus
+  sampling, Holtzman et al. 2020), renormalized,
+
+until EOS or the maximum length. temperature 0 or top_k 1 is greedy (argmax) decoding.
+The same model interface and cache as beam search (`decoding.model_interface`, so an
+ensemble samples from the mean of its members' probabilities) and the same optional
+`constraint` (forbidden pieces are never drawn). The returned score of a sample is its
+log-probability under the model itself (not p'), divided by the GNMT length penalty, as
+beam search scores its hypotheses.
+
+Randomness: stateless draws seeded by (seed, step): the same seed, inputs and batch give
+the same samples (the Translator's batches depend only on the input and batch_tokens).
+"""
+
+import tensorflow as tf
+
+from t2t_repro.constants import EOS_ID, NEG_INF, PAD_ID
+from t2t_repro.decoding import model_interface
+from t2t_repro.decoding.beam_search import length_penalty
+
+
+def filter_log_probs(log_probs, top_k=0, top_p=1.0, temperature=1.0):
+  """The logits to sample from: temperature-scaled, top-k / top-p restricted.
+
+  Args:
+    log_probs: float32 [rows, V], log p(y).
+    top_k: keep only the k most likely pieces (0: all); static int.
+    top_p: keep the most likely pieces until their probability reaches top_p (1.0: all;
+      the most likely piece is always kept); float in (0, 1].
+    temperature: > 0 (sharper below 1, flatter above); static float.
+
+  Returns:
+    float32 [rows, V]: log p(y) / temperature on the kept pieces, NEG_INF elsewhere
+    (unnormalized logits for `tf.random.stateless_categorical`).
+  """
+  logits = log_probs / temperature
+  if top_k:
+    kth = tf.math.top_k(logits, k=top_k).values[:, -1:]
+    logits = tf.where(logits < kth, NEG_INF, logits)
+  if top_p < 1.0:
+    order = tf.argsort(logits, axis=-1, direction="DESCENDING")
+    sorted_logits = tf.gather(logits, order, batch_dims=1)
+    probs = tf.nn.softmax(sorted_logits)
+    before = tf.cumsum(probs, axis=-1, exclusive=True)  # probability of the better pieces
+    keep_sorted = before < top_p
+    keep = tf.scatter_nd(tf.stack([tf.repeat(tf.range(tf.shape(order)[0]), tf.shape(order)[1]),
+                                   tf.reshape(order, [-1])], 1),
+                         tf.reshape(keep_sorted, [-1]), tf.shape(logits, out_type=tf.int32))
+    logits = tf.where(keep, logits, NEG_INF)
+  return logits
+
+
+def sample(model, inputs, max_decode_length, alpha, n_samples=1, top_k=0, top_p=1.0,
+           temperature=1.0, seed=0, eos_id=EOS_ID, constraint=None):
+  """Draws `n_samples` outputs per sentence (builds a graph; call in a tf.function or eagerly).
+
+  Args:
+    model: a `Transformer` or an object with the model interface (an ensemble).
+    inputs: int32 [batch, src_len], 0-padded, rows ending with EOS.
+    max_decode_length: int32 [batch] (or scalar) [tokens, EOS included].
+    alpha: GNMT length-penalty exponent of the returned scores (>= 0).
+    n_samples: outputs per sentence (static int >= 1).
+    top_k, top_p, temperature: see `filter_log_probs`; temperature 0 means argmax.
+    seed: int32 scalar seed of the draws.
+    eos_id: end-of-sequence id.
+    constraint: None, or a constraint object (`beam_search.search`'s protocol).
+
+  Returns:
+    ids: int32 [batch, n_samples, T], 0-padded after EOS (no EOS when cut at the
+      maximum length); T = max(max_decode_length).
+    scores: float32 [batch, n_samples], log P(Y|X) / lp(|Y|) under the model.
+  """
+  inputs = tf.convert_to_tensor(inputs, tf.int32)
+  batch = tf.shape(inputs)[0]
+  rows = batch * n_samples
+  max_lengths = tf.repeat(tf.broadcast_to(tf.cast(max_decode_length, tf.int32), [batch]),
+                          n_samples)
+  max_len = tf.reduce_max(tf.concat([max_lengths, [1]], 0))
+  decoder = model_interface.decoder_for(model)
+  state = decoder.start(inputs, n_samples, max_len)
+  cstate = () if constraint is None else constraint.start(inputs, n_samples, max_lengths)
+  seed = tf.cast(seed, tf.int32)
+
+  def body(i, prev, done, seqs, log_prob, lengths, state, cstate):
+    log_probs, state = decoder.step(prev, i, state)
+    if constraint is not None:
+      log_probs = tf.where(constraint.allowed(cstate), log_probs, NEG_INF)
+    if temperature == 0 or top_k == 1:
+      token = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
+    else:
+      logits = filter_log_probs(log_probs, top_k, top_p, temperature)
+      token = tf.random.stateless_categorical(logits, 1, seed=tf.stack([seed, i]),
+                                              dtype=tf.int32)[:, 0]
+    token = tf.where(done, PAD_ID, token)
+    picked = tf.gather(log_probs, token[:, None], batch_dims=1)[:, 0]
+    log_prob += tf.where(done, 0.0, picked)
+    lengths += tf.cast(tf.logical_not(done), tf.int32)
+    seqs = tf.tensor_scatter_nd_update(seqs, tf.stack([tf.range(rows), tf.fill([rows], i)], 1),
+                                       token)
+    if constraint is not None:
+      cstate = constraint.advance(cstate, token)
+    done = done | tf.equal(token, eos_id) | (i + 1 >= max_lengths)
+    return i + 1, token, done, seqs, log_prob, lengths, state, cstate
+
+  loop = (tf.constant(0), tf.zeros([rows], tf.int32), max_lengths <= 0,
+          tf.zeros(tf.stack([rows, max_len]), tf.int32), tf.zeros([rows]),
+          tf.zeros([rows], tf.int32), state, cstate)
+  invariants = tf.nest.map_structure(lambda t: tf.TensorShape([None] * t.shape.rank), loop)
+  _, _, _, seqs, log_prob, lengths, _, _ = tf.while_loop(
+      lambda i, prev, done, *_: tf.logical_and(i < max_len, tf.logical_not(tf.reduce_all(done))),
+      body, loop, shape_invariants=invariants, maximum_iterations=max_len)
+  scores = log_prob / length_penalty(lengths, alpha)
+  return (tf.reshape(seqs, [batch, n_samples, -1]), tf.reshape(scores, [batch, n_samples]))

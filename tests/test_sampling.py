@@ -1,0 +1,110 @@
+"""Random sampling (`decoding.sampling`) on a hand-made distribution and on a tiny model."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2t_repro.decoding import beam_search as bs
+from t2t_repro.decoding.config import DecodeConfig
+from t2t_repro.decoding.sampling import filter_log_probs, sample
+from test_beam_search import random_sources, tiny_model
+
+EOS = 1
+# Pieces 2..5 with probabilities 0.4, 0.3, 0.2, 0.1 at steps 0-2, EOS for sure from step 3.
+FIRST = np.log(np.array([1e-30, 1e-30, 0.4, 0.3, 0.2, 0.1]))
+LAST = np.log(np.array([1e-30, 1.0, 1e-30, 1e-30, 1e-30, 1e-30]))
+
+
+class HandMade:
+  """A model interface whose log-probabilities do not depend on the prefix or the source."""
+  vocab_size = 6
+
+  def decoder(self, cached=True, fixed_size=False):
+    del cached, fixed_size
+    return self
+
+  def start(self, inputs, beam_size, max_length):
+    del max_length
+    return {"rows": tf.zeros([tf.shape(inputs)[0] * beam_size])}
+
+  def step(self, prev_ids, i, state):
+    del prev_ids
+    log_probs = tf.where(i < 3, tf.constant(FIRST, tf.float32), tf.constant(LAST, tf.float32))
+    rows = tf.shape(state["rows"])[0]
+    return tf.tile(log_probs[None], [rows, 1]), state
+
+  def reorder(self, state, rows, source_rows=None):
+    del source_rows
+    return {"rows": tf.gather(state["rows"], rows)}
+
+
+def _draw(n=4000, seed=1, **options):
+  ids, scores = sample(HandMade(), tf.constant([[3, EOS]]), 10, 0.0, n_samples=n, seed=seed,
+                       **options)
+  return ids.numpy()[0], scores.numpy()[0]
+
+
+def test_plain_sampling_follows_the_distribution_and_scores_under_the_model():
+  ids, scores = _draw()
+  assert ids.shape == (4000, 10)
+  assert np.all(ids[:, 3] == EOS) and np.all(ids[:, 4:] == 0)
+  freq = np.bincount(ids[:, 0], minlength=6)[2:] / len(ids)
+  np.testing.assert_allclose(freq, [0.4, 0.3, 0.2, 0.1], atol=0.03)  # > 4 sd at n = 4000
+  expected = np.log([0.4, 0.3, 0.2, 0.1])[ids[:, :3] - 2].sum(1)  # EOS adds log 1 = 0
+  np.testing.assert_allclose(scores, expected, rtol=1e-5)
+
+
+def test_top_k_never_leaves_the_k_best_pieces():
+  ids, _ = _draw(top_k=2)
+  assert set(np.unique(ids[:, :3])) == {2, 3}
+  freq = np.bincount(ids[:, 0], minlength=6)[2:4] / len(ids)
+  np.testing.assert_allclose(freq, [4 / 7, 3 / 7], atol=0.03)  # renormalized
+
+
+def test_top_p_keeps_the_smallest_set_reaching_p():
+  ids, _ = _draw(top_p=0.6)  # 0.4 < 0.6, 0.4 + 0.3 >= 0.6: pieces 2 and 3
+  assert set(np.unique(ids[:, :3])) == {2, 3}
+  ids, _ = _draw(top_p=0.3)  # the best piece alone
+  assert set(np.unique(ids[:, :3])) == {2}
+
+
+def test_temperature_sharpens_and_flattens():
+  sharp = np.bincount(_draw(temperature=0.5)[0][:, 0], minlength=6)[2:] / 4000
+  flat = np.bincount(_draw(temperature=4.0)[0][:, 0], minlength=6)[2:] / 4000
+  p = np.array([0.4, 0.3, 0.2, 0.1])
+  np.testing.assert_allclose(sharp, p ** 2 / np.sum(p ** 2), atol=0.03)
+  np.testing.assert_allclose(flat, p ** 0.25 / np.sum(p ** 0.25), atol=0.03)
+
+
+def test_filter_log_probs_by_hand():
+  logits = filter_log_probs(tf.constant([FIRST], tf.float32), top_k=3, top_p=0.8).numpy()[0]
+  kept = logits > -1e8
+  assert kept.tolist() == [False, False, True, True, True, False]
+
+
+def test_same_seed_same_samples_other_seed_other_samples():
+  a, _ = _draw(n=50, seed=7)
+  b, _ = _draw(n=50, seed=7)
+  c, _ = _draw(n=50, seed=8)
+  assert np.array_equal(a, b) and not np.array_equal(a, c)
+
+
+@pytest.mark.parametrize("options", [{"temperature": 0.0}, {"top_k": 1}])
+def test_temperature_zero_or_top_k_one_is_greedy(options):
+  model = tiny_model()
+  sources = random_sources(12)
+  greedy_ids, greedy_scores = bs.greedy_decode(model, sources, decode_extra_length=8)
+  lengths = bs.default_max_decode_length(tf.constant(sources), 8)
+  ids, scores = sample(model, sources, lengths, 0.0, n_samples=3, seed=5, **options)
+  for k in range(3):
+    assert np.array_equal(ids.numpy()[:, k], greedy_ids.numpy())
+    np.testing.assert_allclose(scores.numpy()[:, k], greedy_scores.numpy(), rtol=1e-5)
+
+
+def test_sampling_settings_are_checked():
+  assert DecodeConfig(sampling_topk=5).sampling and not DecodeConfig().sampling
+  assert DecodeConfig(sampling_temperature=1.0, n_samples=3).outputs_per_sentence == 3
+  for bad in ({"n_samples": 2}, {"sampling_topp": 0.0}, {"sampling_topp": 1.5},
+              {"sampling_topk": -1}, {"sampling_temperature": -0.5}):
+    with pytest.raises(ValueError):
+      DecodeConfig(**bad)
