@@ -135,3 +135,43 @@ def test_bfloat16_inference_is_close_and_really_bfloat16(model_dir):
   assert ids.shape[:2] == (2, 2) and np.all(np.isfinite(scores.numpy()))
   with pytest.raises(ValueError, match="inference_dtype"):
     load_for_inference(model_dir, inference_dtype="int4")
+
+
+def test_nbest_prefix_and_score_signatures_equal_translate_and_score(tmp_path, model_dir):
+  """The SavedModel's translate_nbest, translate_prefix and score give what the Translator
+  (translate --n_best / --target_prefix_file) and the Scorer (t2t-score) give."""
+  import numpy as np  # pylint: disable=import-outside-toplevel
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  from t2t_repro.decoding.loading import load_for_inference  # pylint: disable=import-outside-toplevel
+  from t2t_repro.decoding.scoring import Scorer  # pylint: disable=import-outside-toplevel
+  lines = ["A man rides a bike.", "", "Two dogs play in the snow with a ball.", "Hello."]
+  prefixes = ["Ein", "X", "", "Hallo Welt"]
+  targets = ["Ein Mann.", "", "Zwei Hunde spielen.", "Hallo."]
+  export_dir = str(tmp_path / "1")
+  export.export_model(model_dir, export_dir, beam_size=3, n_best=3, batch_tokens=12)
+  loaded = tf.saved_model.load(export_dir)
+  assert set(loaded.signatures) == set(export.SIGNATURES)
+  model, hparams, tokenizer = load_for_inference(model_dir)
+  config = DecodeConfig.resolve(hparams, beam_size=3)
+
+  out = loaded.signatures["translate_nbest"](sentences=tf.constant(lines))
+  expected = Translator(model, tokenizer, DecodeConfig.resolve(hparams, beam_size=3, n_best=3)
+                        ).nbest(lines)
+  texts = [[t.decode() for t in row] for row in out["translations"].numpy()]
+  for row, scores, hyps in zip(texts, out["scores"].numpy(), expected):
+    assert row[:len(hyps)] == [h[1] for h in hyps]
+    np.testing.assert_allclose(scores[:len(hyps)], [h[0] for h in hyps], atol=1e-4)
+  assert texts[1] == ["", "", ""]
+
+  out = loaded.signatures["translate_prefix"](sentences=tf.constant(lines),
+                                              prefixes=tf.constant(prefixes))
+  expected = Translator(model, tokenizer, config).nbest(lines, prefixes=prefixes)
+  assert [t.decode() for t in out["translations"].numpy()] == [h[0][1] for h in expected]
+  np.testing.assert_allclose(out["scores"].numpy(), [h[0][0] for h in expected], atol=1e-4)
+
+  out = loaded.signatures["score"](sources=tf.constant(lines), targets=tf.constant(targets))
+  src = [tokenizer.encode(line).numpy() for line in lines]
+  tgt = [tokenizer.encode(line).numpy() for line in targets]
+  expected = [float(np.sum(p)) for p in Scorer(model, 4096).score_ids(src, tgt)]
+  np.testing.assert_allclose(out["scores"].numpy(), expected, atol=1e-4)
+  assert out["lengths"].numpy().tolist() == [len(t) for t in tgt]
