@@ -1,0 +1,331 @@
+"""The paper's Table 3 (Vaswani et al. 2017, §6.2), every row trained at small scale on Multi30k.
+
+    python benchmarks/table3.py --rows=A            # the A rows (and base, their reference)
+    python benchmarks/table3.py --rows=all          # all 20 rows + 2 more base seeds
+    python benchmarks/table3.py --report_only       # rewrite docs/TABLE3.md's table and PNG
+
+One "small base" divides every width of the paper's base (d_model, d_ff, d_k, d_v) by
+--factor and keeps N = 6, h = 8, P_drop = 0.1, eps_ls = 0.1, post-norm and the paper's
+optimizer (Adam 0.9/0.98/1e-9, eq. 3 with --warmup_steps); each row applies the paper's
+change with its widths divided by the same factor (heads and layers unscaled); `big` keeps
+the paper's ratios to base (2x widths, 16 heads, P_drop 0.3, 3x the updates). Every row
+trains on Multi30k's 29,000 training pairs with one joint BPE vocabulary learned once
+(--vocab_size, in {work_dir}/vocab) and shared by every row, the same tokens per update
+(--batch_tokens) and the same number of updates (--train_steps; big 3x), seed fixed; dev =
+Multi30k `val` (newstest2013's role in the paper).
+
+Per row: parameters, dev perplexity per word piece (`t2t_repro.validate`), dev BLEU with beam
+4, alpha 0.6 on the last checkpoint, no averaging (Table 3's protocol), as cased sacreBLEU,
+as the paper's tokenized BLEU with compound splitting and as lowercased tokenized BLEU,
+train CPU and wall time with the load average, the dev curve and the exact commands. Each
+finished row is appended as one JSON object to --results (committed), and a rerun skips the
+rows already there with the same settings, so the table can be built over several sittings.
+The base row runs with --base_seeds seeds: their spread is the noise unit of every other
+row's difference to base. After the runs, the table between the markers of --doc and the
+PNG beside it are rewritten from --results.
+"""
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import table3_report  # pylint: disable=wrong-import-position
+
+# The paper's base (Table 3, first row), in its units.
+PAPER_BASE = {"num_layers": 6, "d_model": 512, "d_ff": 2048, "num_heads": 8, "d_k": 64, "d_v": 64,
+              "dropout": 0.1, "label_smoothing": 0.1, "position_encoding": "sinusoid"}
+WIDTHS = ("d_model", "d_ff", "d_k", "d_v")
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+  """One row of Table 3: its name, group, the paper's change from base (paper units) and
+  the paper's dev PPL, BLEU and parameters [x 10^6] (None where the paper leaves it blank)."""
+  name: str
+  group: str
+  change: dict
+  paper_ppl: float
+  paper_bleu: float
+  paper_params: float = None
+  steps_factor: int = 1
+
+
+ROWS = [
+    Row("base", "base", {}, 4.92, 25.8, 65),
+    Row("A_h1", "A", {"num_heads": 1, "d_k": 512, "d_v": 512}, 5.29, 24.9),
+    Row("A_h4", "A", {"num_heads": 4, "d_k": 128, "d_v": 128}, 5.00, 25.5),
+    Row("A_h16", "A", {"num_heads": 16, "d_k": 32, "d_v": 32}, 4.91, 25.8),
+    Row("A_h32", "A", {"num_heads": 32, "d_k": 16, "d_v": 16}, 5.01, 25.4),
+    Row("B_dk16", "B", {"d_k": 16}, 5.16, 25.1, 58),
+    Row("B_dk32", "B", {"d_k": 32}, 5.01, 25.4, 60),
+    Row("C_N2", "C", {"num_layers": 2}, 6.11, 23.7, 36),
+    Row("C_N4", "C", {"num_layers": 4}, 5.19, 25.3, 50),
+    Row("C_N8", "C", {"num_layers": 8}, 4.88, 25.5, 80),
+    Row("C_dmodel256", "C", {"d_model": 256, "d_k": 32, "d_v": 32}, 5.75, 24.5, 28),
+    Row("C_dmodel1024", "C", {"d_model": 1024, "d_k": 128, "d_v": 128}, 4.66, 26.0, 168),
+    Row("C_dff1024", "C", {"d_ff": 1024}, 5.12, 25.4, 53),
+    Row("C_dff4096", "C", {"d_ff": 4096}, 4.75, 26.2, 90),
+    Row("D_drop0", "D", {"dropout": 0.0}, 5.77, 24.6),
+    Row("D_drop0.2", "D", {"dropout": 0.2}, 4.95, 25.5),
+    Row("D_ls0", "D", {"label_smoothing": 0.0}, 4.67, 25.3),
+    Row("D_ls0.2", "D", {"label_smoothing": 0.2}, 5.47, 25.7),
+    Row("E_learned", "E", {"position_encoding": "learned"}, 4.92, 25.7),
+    Row("big", "big", {"d_model": 1024, "d_ff": 4096, "num_heads": 16, "dropout": 0.3},
+        4.33, 26.4, 213, steps_factor=3),
+]
+ROW_NAMES = [row.name for row in ROWS]
+GROUPS = sorted({row.group for row in ROWS})
+
+
+class UsageError(Exception):
+  """A bad argument (exit 2, one line)."""
+
+
+def paper_hparams(row):
+  """The row's settings in the paper's units (base + the row's change)."""
+  return {**PAPER_BASE, **row.change}
+
+
+def scaled_hparams(row, factor):
+  """The row's settings with every width divided by `factor`.
+
+  Raises:
+    UsageError: a width that `factor` does not divide.
+  """
+  values = paper_hparams(row)
+  for key in WIDTHS:
+    if values[key] % factor:
+      raise UsageError(f"--factor={factor} does not divide {key}={values[key]} of row {row.name}")
+    values[key] //= factor
+  return values
+
+
+def select_rows(spec):
+  """Row names of --rows: 'all', group letters (A..E, big) and/or row names, comma-separated;
+  base is always included (the reference of every difference).
+
+  Raises:
+    UsageError: an unknown name (the message lists the valid ones).
+  """
+  chosen = []
+  for name in (s.strip() for s in spec.split(",") if s.strip()):
+    if name == "all":
+      chosen += ROW_NAMES
+    elif name in GROUPS:
+      chosen += [row.name for row in ROWS if row.group == name]
+    elif name in ROW_NAMES:
+      chosen.append(name)
+    else:
+      raise UsageError(f"--rows: unknown row or group {name!r}; rows: {', '.join(ROW_NAMES)}; "
+                       f"groups: all, {', '.join(GROUPS)}")
+  return [n for n in ROW_NAMES if n in set(chosen) | {"base"}]
+
+
+def settings(args):
+  """The settings every row of one table shares (a row is skipped on rerun only when these
+  and its seed match)."""
+  return {"factor": args.factor, "train_steps": args.train_steps, "batch_tokens": args.batch_tokens,
+          "warmup_steps": args.warmup_steps, "vocab_size": args.vocab_size,
+          "mixed_precision": args.mixed_precision, "problem": "translate_ende_multi30k"}
+
+
+def read_results(path):
+  """The rows recorded in the JSON-lines file `path` ([] if absent)."""
+  if not os.path.exists(path):
+    return []
+  with open(path, encoding="utf-8") as f:
+    return [json.loads(line) for line in f if line.strip()]
+
+
+def is_done(results, name, seed, shared):
+  return any(r["row"] == name and r["seed"] == seed and r["settings"] == shared for r in results)
+
+
+def _override(values, args):
+  keys = ("num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v", "dropout", "label_smoothing",
+          "position_encoding")
+  extra = {"vocab_size": args.vocab_size, "warmup_steps": args.warmup_steps}
+  return ",".join(f"{k}={v}" for k, v in [*((k, values[k]) for k in keys), *extra.items()])
+
+
+def commands(row, seed, args):
+  """(model_dir, [train, validate, translate] argv lists) of one row and seed."""
+  model_dir = os.path.join(args.work_dir, f"{row.name}_s{seed}")
+  values = scaled_hparams(row, args.factor)
+  steps = args.train_steps * row.steps_factor
+  every = max(steps // 10, 1)
+  train = [sys.executable, "-m", "t2t_repro.train", "--hparams=base",
+           f"--hparams_override={_override(values, args)}", "--problem=translate_ende_multi30k",
+           f"--data_dir={args.data_dir}", f"--model_dir={model_dir}",
+           f"--vocab_dir={os.path.join(args.work_dir, 'vocab')}", f"--train_steps={steps}",
+           f"--batch_tokens={args.batch_tokens}", f"--eval_every_steps={every}",
+           f"--save_checkpoints_steps={every}", "--save_checkpoints_secs=0",
+           "--keep_checkpoint_max=2", "--dev_bleu_lines=0", "--test_bleu_lines=0",
+           "--best_metric=none", f"--seed={seed}", f"--mixed_precision={args.mixed_precision}",
+           "--log_every_steps=100"]
+  validate = [sys.executable, "-m", "t2t_repro.validate", f"--model_dir={model_dir}",
+              "--split=dev", f"--output_json={os.path.join(model_dir, 'validate_dev.json')}"]
+  translate = [sys.executable, "-m", "t2t_repro.translate", f"--model_dir={model_dir}",
+               f"--input_file={os.path.join(args.data_dir, 'multi30k', 'val.en')}",
+               f"--output_file={os.path.join(model_dir, 'val.hyp.de')}", "--beam_size=4",
+               "--alpha=0.6"]
+  return model_dir, [train, validate, translate]
+
+
+def _run(argv, log_path):
+  """Runs argv with stderr (and stdout) appended to log_path; returns (wall s, CPU s).
+
+  Raises:
+    RuntimeError: a non-zero exit (the message names the log).
+  """
+  before = resource.getrusage(resource.RUSAGE_CHILDREN)
+  start = time.monotonic()
+  with open(log_path, "a", encoding="utf-8") as log:
+    log.write("$ " + " ".join(argv) + "\n")
+    log.flush()
+    code = subprocess.call(argv, stdout=log, stderr=log, cwd=REPO)
+  wall = time.monotonic() - start
+  after = resource.getrusage(resource.RUSAGE_CHILDREN)
+  if code:
+    raise RuntimeError(f"exit {code}: {' '.join(argv)} (log: {log_path})")
+  return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def _display(argv):
+  """A command as a reader types it: `python -m ...` with repo-relative paths."""
+  return " ".join(["python", *argv[1:]]).replace(REPO + os.sep, "")
+
+
+def _sha256(path):
+  with open(path, "rb") as f:
+    return hashlib.sha256(f.read()).hexdigest()
+
+
+def run_row(row, seed, args):
+  """Trains, validates and decodes one row; returns its result object."""
+  from t2t_repro import evaluate  # pylint: disable=import-outside-toplevel
+  model_dir, (train, validate, translate) = commands(row, seed, args)
+  if os.path.exists(model_dir):  # a half-finished row from an interrupted sitting resumes
+    print(f"{row.name} seed {seed}: resuming {model_dir}", flush=True)
+  os.makedirs(args.work_dir, exist_ok=True)
+  log = os.path.join(args.work_dir, f"{row.name}_s{seed}.log")
+  load_before = os.getloadavg()[0]
+  train_wall, train_cpu = _run(train, log)
+  load_after = os.getloadavg()[0]
+  _run(validate, log)
+  _run(translate, log)
+  with open(os.path.join(model_dir, "validate_dev.json"), encoding="utf-8") as f:
+    dev = json.load(f)
+  with open(log, encoding="utf-8") as f:
+    text = f.read()
+  params = int(re.findall(r"parameters\s+([\d,]+)", text)[-1].replace(",", ""))
+  curve = [[int(s), float(n)] for s, n in re.findall(r"dev step (\d+): loss \S+ nll (\S+)", text)]
+  with open(os.path.join(model_dir, "val.hyp.de"), encoding="utf-8") as f:
+    hyps = f.read().split("\n")[:-1]
+  with open(os.path.join(args.data_dir, "multi30k", "val.de"), encoding="utf-8") as f:
+    refs = f.read().split("\n")[:-1]
+  scores = evaluate.score(hyps, [refs], tgt_lang="de")
+  return {
+      "row": row.name, "group": row.group, "seed": seed, "settings": settings(args),
+      "hparams": scaled_hparams(row, args.factor), "paper_hparams": paper_hparams(row),
+      "train_steps": args.train_steps * row.steps_factor, "params": params,
+      "dev_nll": dev["nll"], "dev_ppl": dev["ppl"], "dev_target_pieces": dev["target_pieces"],
+      "dev_bleu": scores["sacrebleu"], "dev_bleu_tok_compound": scores["bleu_tok_compound"],
+      "dev_bleu_lc_tok": scores["bleu_lc_tok"], "sacrebleu_signature": scores["sacrebleu_signature"],
+      "train_wall_s": round(train_wall, 1), "train_cpu_s": round(train_cpu, 1),
+      "load_avg": [round(load_before, 2), round(load_after, 2)], "dev_curve": curve,
+      "vocab_sha256": _sha256(os.path.join(model_dir, "vocab.model")),
+      "paper_ppl": row.paper_ppl, "paper_bleu": row.paper_bleu, "paper_params": row.paper_params,
+      "commands": [_display(c) for c in (train, validate, translate)],
+      "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+  }
+
+
+def plan(args):
+  """(row, seed) pairs to run, in order: base seeds first (the noise unit), then the rest."""
+  names = select_rows(args.rows)
+  seeds = [args.seed + i for i in range(args.base_seeds)]
+  todo = [(ROWS[ROW_NAMES.index("base")], s) for s in seeds]
+  todo += [(ROWS[ROW_NAMES.index(n)], args.seed) for n in names if n != "base"]
+  for row, _ in todo:
+    scaled_hparams(row, args.factor)  # every row's widths checked before anything runs
+  return todo
+
+
+def parse_args(argv):
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0],
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument("--rows", default="all", help="'all', groups (A, B, C, D, E, big) and/or "
+                      "row names, comma-separated; base always runs.")
+  parser.add_argument("--data_dir", default=os.path.join("..", "shared", "data"))
+  parser.add_argument("--work_dir", default=os.path.join("runs", "table3"),
+                      help="Model dirs, logs and the shared vocabulary.")
+  parser.add_argument("--results", default=os.path.join("docs", "table3_results.jsonl"))
+  parser.add_argument("--doc", default=os.path.join("docs", "TABLE3.md"),
+                      help="The doc whose table (between its markers) and PNG are rewritten.")
+  parser.add_argument("--factor", type=int, default=8, help="Every width of the paper's rows "
+                      "is divided by this.")
+  parser.add_argument("--train_steps", type=int, default=2000, help="Updates per row (big: 3x).")
+  parser.add_argument("--batch_tokens", type=int, default=2048, help="Tokens per update.")
+  parser.add_argument("--warmup_steps", type=int, default=1000)
+  parser.add_argument("--vocab_size", type=int, default=4000)
+  parser.add_argument("--mixed_precision", default="none",
+                      choices=["none", "mixed_bfloat16"])
+  parser.add_argument("--seed", type=int, default=1234)
+  parser.add_argument("--base_seeds", type=int, default=3, help="Seeds of the base row.")
+  parser.add_argument("--report_only", action="store_true", help="Only rewrite the table and PNG.")
+  args = parser.parse_args(argv)
+  select_rows(args.rows)
+  for name in ("factor", "train_steps", "batch_tokens", "warmup_steps", "vocab_size", "base_seeds"):
+    if getattr(args, name) < 1:
+      raise UsageError(f"--{name} must be >= 1, got {getattr(args, name)}")
+  if not args.report_only and not os.path.isdir(os.path.join(args.data_dir, "multi30k")):
+    raise UsageError(f"--data_dir={args.data_dir}: no multi30k folder in it")
+  return args
+
+
+def main(argv):
+  args = parse_args(argv)
+  shared = settings(args)
+  if not args.report_only:
+    todo = plan(args)
+    for row, seed in todo:
+      results = read_results(args.results)
+      if is_done(results, row.name, seed, shared):
+        print(f"{row.name} seed {seed}: done ({args.results})", flush=True)
+        continue
+      print(f"{row.name} seed {seed}: training {args.train_steps * row.steps_factor} updates "
+            f"(load {os.getloadavg()[0]:.2f})", flush=True)
+      result = run_row(row, seed, args)
+      vocabs = {r["vocab_sha256"] for r in results if r["settings"] == shared}
+      if vocabs and result["vocab_sha256"] not in vocabs:
+        raise RuntimeError(f"{row.name}: its vocabulary differs from the one of the rows in "
+                           f"{args.results}; every row must share one")
+      with open(args.results, "a", encoding="utf-8") as f:
+        f.write(json.dumps(result, sort_keys=True) + "\n")
+      print(f"{row.name} seed {seed}: dev ppl {result['dev_ppl']:.3f}, BLEU {result['dev_bleu']:.2f} "
+            f"in {result['train_wall_s'] / 60:.1f} min ({result['train_cpu_s'] / 60:.1f} CPU-min, "
+            f"load {result['load_avg']})", flush=True)
+  results = [r for r in read_results(args.results) if r["settings"] == shared]
+  if results:
+    order = {name: i for i, name in enumerate(ROW_NAMES)}
+    table3_report.write(sorted(results, key=lambda r: (order[r["row"]], r["seed"])), args.doc)
+    print(f"wrote the table of {len(results)} runs into {args.doc}", flush=True)
+
+
+if __name__ == "__main__":
+  try:
+    main(sys.argv[1:])
+  except UsageError as e:
+    print(f"table3: error: {e}", file=sys.stderr)
+    sys.exit(2)

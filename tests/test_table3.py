@@ -1,0 +1,128 @@
+"""benchmarks/table3.py: the rows' settings, resuming a table, its report and its errors."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(_REPO, "benchmarks"))
+
+import table3  # noqa: E402  pylint: disable=wrong-import-position
+import table3_report  # noqa: E402  pylint: disable=wrong-import-position
+from t2t_repro import hparams as hparams_lib  # noqa: E402  pylint: disable=wrong-import-position
+from t2t_repro.summary import closed_form_params  # noqa: E402  pylint: disable=wrong-import-position
+
+
+def test_twenty_rows_with_the_papers_values():
+  assert len(table3.ROWS) == 20
+  paper = {row.name: (row.paper_ppl, row.paper_bleu) for row in table3.ROWS}
+  assert paper["base"] == (4.92, 25.8) and paper["big"] == (4.33, 26.4)
+  assert paper["A_h1"] == (5.29, 24.9) and paper["C_N2"] == (6.11, 23.7)
+  assert paper["D_drop0"] == (5.77, 24.6) and paper["E_learned"] == (4.92, 25.7)
+
+
+@pytest.mark.parametrize("factor", [1, 4, 8])
+def test_every_width_is_divided_by_the_factor_and_nothing_else_changes(factor):
+  for row in table3.ROWS:
+    paper, scaled = table3.paper_hparams(row), table3.scaled_hparams(row, factor)
+    for key, value in paper.items():
+      assert scaled[key] == (value // factor if key in table3.WIDTHS else value), (row.name, key)
+    # (A): d_k = d_v = d_model / h in every head count; big: 2x the base widths, 16 heads.
+    if row.group == "A":
+      assert scaled["d_k"] * scaled["num_heads"] == scaled["d_model"]
+  big = table3.scaled_hparams(table3.ROWS[-1], factor)
+  base = table3.scaled_hparams(table3.ROWS[0], factor)
+  assert (big["d_model"], big["d_ff"], big["num_heads"]) == (2 * base["d_model"], 2 * base["d_ff"], 16)
+  assert table3.ROWS[-1].steps_factor == 3
+
+
+def test_unscaled_rows_have_the_papers_parameter_counts():
+  """The closed form (what t2t-summary prints) of each row at factor 1 with the paper's
+  37k vocabulary is within 8% of Table 3's count, and the differences to base agree."""
+  base = hparams_lib.get_hparams("base")
+  count = {row.name: closed_form_params(base.replace(**table3.scaled_hparams(row, 1))) / 1e6
+           for row in table3.ROWS}
+  for row in table3.ROWS:
+    if row.paper_params:
+      assert 0.92 <= count[row.name] / row.paper_params <= 1.03, row.name
+      assert abs((count[row.name] - count["base"]) - (row.paper_params - 65)) <= 4.5, row.name
+
+
+def test_a_factor_that_does_not_divide_a_width_is_refused():
+  with pytest.raises(table3.UsageError, match="--factor=3"):
+    table3.scaled_hparams(table3.ROWS[0], 3)
+
+
+def test_rows_selection():
+  assert table3.select_rows("A") == ["base", "A_h1", "A_h4", "A_h16", "A_h32"]
+  assert table3.select_rows("big,D_ls0") == ["base", "D_ls0", "big"]
+  assert len(table3.select_rows("all")) == 20
+  with pytest.raises(table3.UsageError, match="unknown row or group 'Z'"):
+    table3.select_rows("A,Z")
+
+
+def _fake_result(name, seed, shared, ppl, bleu):
+  row = table3.ROWS[table3.ROW_NAMES.index(name)]
+  return {"row": name, "group": row.group, "seed": seed, "settings": shared,
+          "hparams": table3.scaled_hparams(row, shared["factor"]), "train_steps": 10,
+          "params": 1000, "dev_ppl": ppl, "dev_bleu": bleu, "train_wall_s": 60, "train_cpu_s": 100,
+          "load_avg": [1.0, 1.0],
+          "paper_ppl": row.paper_ppl, "paper_bleu": row.paper_bleu, "paper_params": row.paper_params,
+          "vocab_sha256": "v"}
+
+
+def test_finished_rows_are_skipped_on_rerun(tmp_path, monkeypatch):
+  args = table3.parse_args([f"--results={tmp_path / 'r.jsonl'}", f"--doc={tmp_path / 'T.md'}",
+                            "--rows=B", "--base_seeds=2", f"--data_dir={tmp_path}", "--report_only"])
+  shared = table3.settings(args)
+  done = [("base", 1234), ("base", 1235), ("B_dk16", 1234)]
+  with open(args.results, "w", encoding="utf-8") as f:
+    for i, (name, seed) in enumerate(done):
+      f.write(json.dumps(_fake_result(name, seed, shared, 5.0 + i / 10, 20.0 - i)) + "\n")
+    # the same row under other settings does not count as done
+    f.write(json.dumps(_fake_result("B_dk32", 1234, {**shared, "train_steps": 1}, 6.0, 1.0)) + "\n")
+  ran = []
+
+  def fake_run(row, seed, run_args):
+    ran.append((row.name, seed))
+    return _fake_result(row.name, seed, table3.settings(run_args), 5.5, 19.5)
+
+  monkeypatch.setattr(table3, "run_row", fake_run)
+  os.makedirs(tmp_path / "multi30k")
+  argv = [f"--results={args.results}", f"--doc={args.doc}", "--rows=B", "--base_seeds=2",
+          f"--data_dir={tmp_path}"]
+  table3.main(argv)
+  assert ran == [("B_dk32", 1234)]
+  table3.main(argv)  # everything done now: nothing runs
+  assert ran == [("B_dk32", 1234)]
+  doc = (tmp_path / "T.md").read_text()
+  assert doc.count(table3_report.BEGIN) == 1
+  assert "| B_dk32 |" in doc and "| base |" in doc
+  assert (tmp_path / "t.png").stat().st_size > 1000
+
+
+def test_report_gives_differences_in_units_of_the_base_seed_spread():
+  shared = {"factor": 8}
+  results = [_fake_result("base", 1, shared, 5.0, 20.0), _fake_result("base", 2, shared, 5.2, 21.0),
+             _fake_result("C_N2", 1, shared, 6.0, 18.0), _fake_result("D_ls0", 1, shared, 5.12, 20.6)]
+  text = table3_report.table(results)
+  lines = {line.split(" | ")[0][2:]: line for line in text.splitlines()[2:]}
+  # base: mean 5.1 / 20.5, sd 0.1414 / 0.7071
+  assert "5.10 (5.00, 5.20)" in lines["base"] and "sd 0.141 (2 seeds)" in lines["base"]
+  assert "+0.900 (+6.4)" in lines["C_N2"] and "-2.50 (-3.5)" in lines["C_N2"]
+  assert lines["C_N2"].split(" | ")[18] == "yes / yes"  # paper: N=2 worse on both
+  # D_ls0: PPL +0.02 is within noise where the paper has it lower: "within noise".
+  assert lines["D_ls0"].split(" | ")[18] == "within noise / within noise"
+
+
+def test_bad_arguments_are_one_line_errors(tmp_path):
+  for args, message in ((["--rows=Q"], "unknown row or group"), (["--factor=0"], "--factor"),
+                        ([f"--data_dir={tmp_path}"], "no multi30k folder")):
+    proc = subprocess.run([sys.executable, os.path.join(_REPO, "benchmarks", "table3.py"), *args],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("table3: error: ") and message in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
