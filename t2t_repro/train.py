@@ -128,6 +128,12 @@ def _define_run_flags():
                         "comma-separated files or glob patterns for aligned shards.")
     flags.DEFINE_string(f"{split}_tgt", None, f"Target file(s) of the {split} split, in the order "
                         f"of --{split}_src.")
+  flags.DEFINE_string("init_from", _DEFAULT.init_from,
+                      "Fine-tune: start from the weights of this model dir (its latest "
+                      "checkpoint) or checkpoint prefix, at step 0 with a new optimizer and "
+                      "schedule, with its vocabulary; the hparams must give the same model "
+                      "shape (e.g. --hparams=DIR/hparams.json). Ignored when --model_dir "
+                      "already has checkpoints (the run resumes).")
   flags.DEFINE_bool("allow_update_change", _DEFAULT.allow_update_change,
                     "Resume although accum_steps, batch_tokens, the "
                     "number of replicas or mixed_precision differ from the run in --model_dir "

@@ -72,6 +72,7 @@ def train(config):
     model_dir = config.model_dir
     preflight.check_data_files(config, problem)
     preflight.check_model_dir(model_dir, hp)
+    init = preflight.check_init_from(config, hp, problem)
 
     import keras  # pylint: disable=import-outside-toplevel
     from t2t_repro.training import loop, trainer as trainer_lib  # pylint: disable=import-outside-toplevel
@@ -81,17 +82,24 @@ def train(config):
     update = {"accum_steps": config.accum_steps, "batch_tokens": hp.batch_tokens,
               "replicas": strategy.num_replicas_in_sync, "mixed_precision": config.mixed_precision}
     preflight.check_update_settings(config, update)
-    tokenizer, vocab_path = preflight.prepare_vocab(config, problem, hp, staging)
+    tokenizer, vocab_path = preflight.prepare_vocab(config, problem, hp, staging,
+                                                    init[1] if init else None)
     data_cache_dir = config.vocab_dir or preflight.staged_corpus_records(model_dir, staging)
     trainer = trainer_lib.Trainer(hp, strategy, model_dir, accum_steps=config.accum_steps,
                                   jit_compile=config.jit_compile,
                                   mixed_precision=config.mixed_precision,
                                   keep_checkpoint_max=config.keep_checkpoint_max)
     restored = preflight.restore_checked(trainer, model_dir)
-    logging.info("%s at step %d", f"resumed from {restored}" if restored else "starting",
-                 trainer.step)
+    if init and restored:
+      logging.warning("--init_from=%s is ignored: %s resumes from %s", config.init_from,
+                      model_dir, restored)
+    elif init:
+      preflight.initialize_weights(trainer, init[0])
+    logging.info("%s at step %d", f"resumed from {restored}" if restored else
+                 f"starting from the weights of {init[0]}" if init else "starting", trainer.step)
     run_info = {"hparams": _overrides_description(config),
                 "vocab": os.path.join(model_dir, "vocab.model"), "restored": restored,
+                "init_from": None if restored or not init else init[0],
                 "flags": dataclasses.asdict(config)}
 
     def commit():

@@ -67,6 +67,7 @@ class TrainConfig:
   early_stopping: int = 0
   min_improvement: float = 0.0
   average_last: int = 0
+  init_from: Optional[str] = None
 
   def split_files(self):
     """{"train_src": ..., "dev_tgt": ...}: the explicit files of each split (None: the

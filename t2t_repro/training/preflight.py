@@ -155,10 +155,82 @@ def restore_checked(trainer, model_dir):
                          "use a new --model_dir or the hparams it was trained with") from None
 
 
-def prepare_vocab(config, problem, hp, staging_dir):
+# HParams that decide the shapes of a model's weights: an --init_from source must match them.
+SHAPE_HPARAMS = ("vocab_size", "num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v",
+                 "norm_type", "position_encoding", "max_positions", "lowercase")
+
+
+def check_init_from(config, hp, problem):
+  """The checkpoint and vocabulary an --init_from run starts from, checked before anything
+  is written; the source is only read.
+
+  Args:
+    config: the `TrainConfig` (init_from: a model dir or a checkpoint prefix).
+    hp: this run's `HParams`.
+    problem: this run's problem (for the --vocab_dir check).
+
+  Returns:
+    (checkpoint prefix, the source's vocab.model path), or None without --init_from.
+
+  Raises:
+    cli.UsageError: no such model dir or checkpoint, another model shape, or a --vocab_dir
+      whose vocabulary differs from the source's (each message names both).
+  """
+  if not config.init_from:
+    return None
+  from t2t_repro.data import vocab as vocab_lib  # pylint: disable=import-outside-toplevel
+  from t2t_repro.decoding import loading  # pylint: disable=import-outside-toplevel
+  source = config.init_from.rstrip("/")
+  source_dir, checkpoint = (source, None) if os.path.isdir(source) else (os.path.dirname(source),
+                                                                        source)
+  try:
+    checkpoint = loading.resolve_checkpoint(source_dir, checkpoint)
+    saved = loading.read_hparams(source_dir)
+  except (FileNotFoundError, ValueError) as e:
+    raise cli.UsageError(f"--init_from={config.init_from}: {e}") from None
+  if os.path.abspath(source_dir) == os.path.abspath(config.model_dir):
+    raise cli.UsageError(f"--init_from={config.init_from} is --model_dir itself: to continue "
+                         "a run, rerun it without --init_from")
+  diffs = [f"{k}: {getattr(saved, k)!r} there vs {getattr(hp, k)!r} here" for k in SHAPE_HPARAMS
+           if getattr(saved, k) != getattr(hp, k)]
+  if diffs:
+    raise cli.UsageError(f"--init_from={config.init_from} is a model of another shape than "
+                         f"--hparams={config.hparams} --hparams_override={config.hparams_override} "
+                         f"({'; '.join(diffs)}); give --hparams={source_dir}/hparams.json")
+  vocab = os.path.join(source_dir, "vocab.model")
+  if config.vocab_dir:
+    cached = vocab_lib.vocab_path(problem, hp.vocab_size, config.vocab_dir, lowercase=hp.lowercase)
+    if os.path.exists(cached) and _bytes(cached) != _bytes(vocab):
+      raise cli.UsageError(f"--vocab_dir={config.vocab_dir} holds another vocabulary ({cached}) "
+                           f"than --init_from={config.init_from} ({vocab}); a fine-tuned model "
+                           "keeps its source's: drop --vocab_dir or point it elsewhere")
+  return checkpoint, vocab
+
+
+def initialize_weights(trainer, checkpoint):
+  """Loads the model weights of `checkpoint` into the trainer's model (not the optimizer:
+  the run starts at step 0 with fresh Adam moments and schedule), every weight checked.
+
+  Raises:
+    cli.UsageError: the checkpoint does not hold every weight of this model.
+  """
+  from t2t_repro.model.weights import restore_weights  # pylint: disable=import-outside-toplevel
+  try:
+    restore_weights(trainer.model, checkpoint)
+  except ValueError as e:
+    raise cli.UsageError(f"--init_from: {e}") from None
+
+
+def _bytes(path):
+  with open(path, "rb") as f:
+    return f.read()
+
+
+def prepare_vocab(config, problem, hp, staging_dir, init_vocab=None):
   """The tokenizer and the path of its model: the model dir's vocab.model, else the
-  cached one of --vocab_dir, else one learned into `staging_dir` (nothing is written
-  to the model dir here: `write_model_dir` copies it there).
+  --init_from source's (`init_vocab`), else the cached one of --vocab_dir, else one
+  learned into `staging_dir` (nothing is written to the model dir here:
+  `write_model_dir` copies it there).
 
   Raises:
     cli.UsageError: the vocab has another size than hparams.vocab_size.
@@ -166,6 +238,8 @@ def prepare_vocab(config, problem, hp, staging_dir):
   """
   from t2t_repro.data import vocab as vocab_lib  # pylint: disable=import-outside-toplevel
   path = os.path.join(config.model_dir, "vocab.model")
+  if not os.path.exists(path) and init_vocab:
+    path = init_vocab
   if not os.path.exists(path):
     try:
       path = vocab_lib.get_or_learn_vocab(problem, hp.vocab_size, config.vocab_dir or staging_dir,

@@ -56,7 +56,8 @@ def startup_rows(trainer, problem, tokenizer, sizes, run_info):
       ("precision", f"{precision}{', XLA' if trainer.jit_compile else ''}"),
       ("model dir", trainer.model_dir),
       ("start", f"resumed from {restored} at step {trainer.step}" if restored
-       else f"new run at step {trainer.step}"),
+       else f"new run at step {trainer.step}, weights of {run_info['init_from']} (new optimizer)"
+       if run_info.get("init_from") else f"new run at step {trainer.step}"),
       ("train steps", f"{hp.train_steps:,}"),
   ]
 
