@@ -152,6 +152,9 @@ def _define_selection_flags():
                        "--min_improvement (0: off).")
   flags.DEFINE_float("min_improvement", _DEFAULT.min_improvement, "Smallest change of "
                      "--best_metric that counts as an improvement (its units: loss or BLEU points).")
+  flags.DEFINE_float("ema_decay", _DEFAULT.ema_decay, "Keep an exponential moving average of the "
+                     "weights with this decay per update (e.g. 0.999; 0: off); at the end it is "
+                     "evaluated on dev and written to model_dir/ema/ (a complete model dir).")
   flags.DEFINE_integer("average_last", _DEFAULT.average_last, "At the end of training, average the "
                        "last N checkpoints into model_dir/averaged/ (a complete model dir); the test "
                        "BLEU is then the averaged model's (0: off; paper: 5 base, 20 big).")

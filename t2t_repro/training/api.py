@@ -80,7 +80,8 @@ def train(config):
     strategy = _make_strategy(config)
     keras.utils.set_random_seed(config.seed)
     update = {"accum_steps": config.accum_steps, "batch_tokens": hp.batch_tokens,
-              "replicas": strategy.num_replicas_in_sync, "mixed_precision": config.mixed_precision}
+              "replicas": strategy.num_replicas_in_sync, "mixed_precision": config.mixed_precision,
+              "ema_decay": config.ema_decay}
     preflight.check_update_settings(config, update)
     tokenizer, vocab_path = preflight.prepare_vocab(config, problem, hp, staging,
                                                     init[1] if init else None)
@@ -88,7 +89,8 @@ def train(config):
     trainer = trainer_lib.Trainer(hp, strategy, model_dir, accum_steps=config.accum_steps,
                                   jit_compile=config.jit_compile,
                                   mixed_precision=config.mixed_precision,
-                                  keep_checkpoint_max=config.keep_checkpoint_max)
+                                  keep_checkpoint_max=config.keep_checkpoint_max,
+                                  ema_decay=config.ema_decay)
     restored = preflight.restore_checked(trainer, model_dir)
     if init and restored:
       logging.warning("--init_from=%s is ignored: %s resumes from %s", config.init_from,

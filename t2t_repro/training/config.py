@@ -16,7 +16,7 @@ FIELD_MINIMUM = {"train_steps": 1, "batch_tokens": 1, "accum_steps": 1, "num_gpu
                  "keep_checkpoint_max": 1, "eval_every_steps": 0, "dev_bleu_lines": 0,
                  "test_bleu_lines": -1, "train_minutes": 0, "log_every_steps": 1,
                  "cache_examples_mb": 0, "early_stopping": 0, "min_improvement": 0,
-                 "average_last": 0}
+                 "average_last": 0, "ema_decay": 0}
 DISTRIBUTIONS = ("auto", "one_device", "mirrored", "multi_worker")
 MIXED_PRECISIONS = ("none", "mixed_float16", "mixed_bfloat16")
 BEST_METRICS = ("loss", "bleu", "none")
@@ -68,6 +68,7 @@ class TrainConfig:
   min_improvement: float = 0.0
   average_last: int = 0
   init_from: Optional[str] = None
+  ema_decay: float = 0.0
 
   def split_files(self):
     """{"train_src": ..., "dev_tgt": ...}: the explicit files of each split (None: the
@@ -137,6 +138,8 @@ class TrainResult:
     early_stopped: True when early stopping ended training.
     best: best.json of `{model_dir}/best/` plus "dir", or None.
     averaged: the averaged checkpoint written at the end (average_last), or None.
+    ema: with ema_decay, {"checkpoint": the `{model_dir}/ema/` checkpoint written at the
+      end, "dev": its dev stats (as `dev`) or {}}; else None.
   """
   step: int
   checkpoint: Optional[str] = None
@@ -148,3 +151,4 @@ class TrainResult:
   early_stopped: bool = False
   best: Optional[dict] = None
   averaged: Optional[str] = None
+  ema: Optional[dict] = None

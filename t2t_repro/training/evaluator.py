@@ -54,9 +54,11 @@ class Evaluator:
     self.writer = tf.summary.create_file_writer(os.path.join(trainer.model_dir, "dev")) \
         if trainer.chief else None
 
-  def __call__(self, step):
-    """Dev stats at `step`: loss, nll, ppl [, bleu, bleu_lines], step. SIGINT/SIGTERM end the
-    process at once meanwhile (the caller saved the step before)."""
+  def __call__(self, step, label="dev"):
+    """Dev stats of the trainer's model at `step`: loss, nll, ppl [, bleu, bleu_lines], step.
+    SIGINT/SIGTERM end the process at once meanwhile (the caller saved the step before).
+    `label` starts the printed line; only "dev" results go to TensorBoard (the moving
+    average's, "ema dev", are printed and returned)."""
     with exit_at_once():
       logging.info("dev evaluation at step %d", step)
       trainer = self.trainer
@@ -65,10 +67,10 @@ class Evaluator:
         scores, hyps = bleu(trainer.model, trainer.hparams, self.tokenizer, self.dev,
                             self.bleu_lines, self.target_lang)
         stats.update(bleu=scores["sacrebleu"], bleu_lines=min(self.bleu_lines, len(self.dev)))
-        if self.writer is not None:
+        if self.writer is not None and label == "dev":
           report.write_samples(self.writer, step, self.dev.sources, self.dev.targets, hyps)
-      self.progress.line("dev " + report.dev_message(stats))
-      if self.writer is not None:
+      self.progress.line(f"{label} " + report.dev_message(stats))
+      if self.writer is not None and label == "dev":
         with self.writer.as_default(step=step):
           for key in ("loss", "nll", "ppl", "bleu"):
             if key in stats:

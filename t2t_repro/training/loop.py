@@ -18,6 +18,7 @@ from t2t_repro.training import averaging, report
 from t2t_repro.training.best import BestCheckpoint
 from t2t_repro.training.config import TrainResult
 from t2t_repro.training.evaluator import Evaluator, bleu
+from t2t_repro.model.weights import write_weights_model_dir
 from t2t_repro.training.signals import StopSignal, exit_at_once
 
 # Training pairs (in file order) whose lengths are counted at the start of a run; only when
@@ -26,6 +27,7 @@ from t2t_repro.training.signals import StopSignal, exit_at_once
 SAMPLE_PAIRS = 1000
 CHECK_PAIRS = 30000
 AVERAGED_DIR = "averaged"
+EMA_DIR = "ema"
 
 
 def _distributed_data(trainer, pairs, tokenizer, training, seed,
@@ -221,6 +223,9 @@ class _Run:
         break
     result.step = trainer.step
     train_time = time.monotonic() - self.run_start
+    if config.ema_decay and result.stopped is None and trainer.chief:
+      with exit_at_once():
+        self._write_ema(evaluator)
     for closable in (writer, evaluator):
       if closable is not None:
         closable.close()
@@ -307,19 +312,40 @@ class _Run:
     if len(paths) < self.config.average_last:
       self.progress.line(f"--average_last={self.config.average_last}: only {len(paths)} "
                          "checkpoints are kept; averaging those")
-    target = os.path.join(model_dir, AVERAGED_DIR)
-    staging = tempfile.mkdtemp(prefix=f".{AVERAGED_DIR}.new-", dir=model_dir)
-    _, model = averaging.average_checkpoints(paths, staging, model_dir)
-    if os.path.isdir(target):
-      old = tempfile.mkdtemp(prefix=f".{AVERAGED_DIR}.old-", dir=model_dir)
-      os.rename(target, os.path.join(old, AVERAGED_DIR))
-      os.rename(staging, target)
-      shutil.rmtree(old, ignore_errors=True)
-    else:
-      os.rename(staging, target)
-    self.result.averaged = tf.train.latest_checkpoint(target)
+    models = []
+    self.result.averaged = _replace_dir(model_dir, AVERAGED_DIR, lambda staging: models.append(
+        averaging.average_checkpoints(paths, staging, model_dir)[1]))
     self.progress.line(f"averaged {len(paths)} checkpoints into {self.result.averaged}")
-    return model, len(paths)
+    return models[0], len(paths)
+
+  def _write_ema(self, evaluator):
+    """Writes the moving average of the weights as `{model_dir}/ema/` (replacing an earlier
+    one) and evaluates it on dev; records both in `result.ema`."""
+    trainer = self.trainer
+    with trainer.ema_weights() as model:
+      path = _replace_dir(trainer.model_dir, EMA_DIR, lambda staging: write_weights_model_dir(
+          model, trainer.step, trainer.model_dir, staging, "ema.json",
+          {"ema_decay": self.config.ema_decay, "step": trainer.step}))
+      self.progress.line(f"wrote the moving average of the weights (decay "
+                         f"{self.config.ema_decay:g}) to {path}")
+      dev = evaluator(trainer.step, label="ema dev") if evaluator is not None else {}
+    self.result.ema = {"checkpoint": path, "dev": dev}
+
+
+def _replace_dir(model_dir, name, write):
+  """Calls write(staging folder) and puts the folder at `{model_dir}/{name}` by renames,
+  so a reader sees the old complete folder or the new one. Returns its latest checkpoint."""
+  target = os.path.join(model_dir, name)
+  staging = tempfile.mkdtemp(prefix=f".{name}.new-", dir=model_dir)
+  write(staging)
+  if os.path.isdir(target):
+    old = tempfile.mkdtemp(prefix=f".{name}.old-", dir=model_dir)
+    os.rename(target, os.path.join(old, name))
+    os.rename(staging, target)
+    shutil.rmtree(old, ignore_errors=True)
+  else:
+    os.rename(staging, target)
+  return tf.train.latest_checkpoint(target)
 
 
 class _Throughput:

@@ -20,7 +20,7 @@ from t2t_repro import hparams as hparams_lib
 from t2t_repro.training.config import BEST_METRICS, DISTRIBUTIONS, FIELD_MINIMUM, MIXED_PRECISIONS
 
 # Settings that define one optimizer update; a resume that changes them is refused.
-UPDATE_SETTINGS = ("accum_steps", "batch_tokens", "replicas", "mixed_precision")
+UPDATE_SETTINGS = ("accum_steps", "batch_tokens", "replicas", "mixed_precision", "ema_decay")
 
 
 def _check_choices(config):
@@ -29,6 +29,8 @@ def _check_choices(config):
                         ("best_metric", BEST_METRICS)):
     if getattr(config, name) not in choices:
       raise cli.UsageError(f"--{name}={getattr(config, name)}: must be one of {', '.join(choices)}")
+  if not 0 <= config.ema_decay < 1:
+    raise cli.UsageError(f"--ema_decay={config.ema_decay}: must be in [0, 1) (0: off)")
   if config.best_metric == "bleu" and not config.dev_bleu_lines:
     raise cli.UsageError("--best_metric=bleu needs the dev BLEU: set --dev_bleu_lines > 0")
   if config.early_stopping and (config.best_metric == "none" or not config.eval_every_steps):

@@ -104,6 +104,9 @@ def closing_block(trainer, start_step, train_time, wall_time, result):
                          f"{result.best['step']}: {result.best['dir']}"))
   if result.averaged:
     rows.append(("averaged", result.averaged))
+  if result.ema:
+    rows.append(("ema", result.ema["checkpoint"] + (
+        f" (ema dev {dev_message(result.ema['dev'])})" if result.ema["dev"] else "")))
   if result.test is not None:
     rows.append(("test", f"sacreBLEU {result.test['sacrebleu']:.2f} "
                          f"({result.test_description})"))

@@ -9,6 +9,7 @@ target tokens of the update (all replicas, all micro-batches), so the update is 
 same however the batch is split (tested: 2 replicas = 1 replica, accum k x b = 1 x kb).
 """
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -102,10 +103,13 @@ def check_keras_hook():
         f"project supports keras{SUPPORTED_KERAS} (setup.cfg); install one of those")
 
 
-def make_optimizer(hparams, mixed_precision="none"):
+def make_optimizer(hparams, mixed_precision="none", ema_decay=0.0):
   """Adam(beta1, beta2, eps) with the schedule of `hparams.lr_schedule` (eq. 3 of §5.3 by
   default; `schedule.make_schedule`); wrapped in a dynamic LossScaleOptimizer under
-  mixed_float16.
+  mixed_float16. ema_decay > 0 keeps Keras's exponential moving average of the weights
+  (`average = ema_decay * average + (1 - ema_decay) * weight` after every applied update,
+  the first update copying the weights; Marian's --exponential-smoothing, OpenNMT-tf's
+  moving_average_decay) in optimizer variables, so checkpoints carry it.
 
   Raises:
     RuntimeError: an unsupported Keras (`check_keras_hook`).
@@ -113,7 +117,8 @@ def make_optimizer(hparams, mixed_precision="none"):
   check_keras_hook()
   optimizer = PreReducedAdam(
       learning_rate=make_schedule(hparams),
-      beta_1=hparams.adam_beta1, beta_2=hparams.adam_beta2, epsilon=hparams.adam_epsilon)
+      beta_1=hparams.adam_beta1, beta_2=hparams.adam_beta2, epsilon=hparams.adam_epsilon,
+      use_ema=ema_decay > 0, ema_momentum=ema_decay or 0.99)
   if mixed_precision == "mixed_float16":
     optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
   return optimizer
@@ -131,10 +136,12 @@ class Trainer:
     mixed_precision: "none", "mixed_float16" or "mixed_bfloat16" (softmax,
       LayerNorm, logits and the loss stay float32).
     keep_checkpoint_max: checkpoints kept by the CheckpointManager.
+    ema_decay: keep an exponential moving average of the weights (0: off), see
+      `make_optimizer` and `ema_weights`.
   """
 
   def __init__(self, hparams, strategy, model_dir, accum_steps=1, jit_compile=False,
-               mixed_precision="none", keep_checkpoint_max=20):
+               mixed_precision="none", keep_checkpoint_max=20, ema_decay=0.0):
     if accum_steps < 1:
       raise ValueError(f"--accum_steps must be >= 1, got {accum_steps}")
     if mixed_precision not in ("none", "mixed_float16", "mixed_bfloat16"):
@@ -149,7 +156,7 @@ class Trainer:
     keras.mixed_precision.set_global_policy("float32" if mixed_precision == "none" else mixed_precision)
     with strategy.scope():
       self.model = Transformer.from_hparams(hparams)
-      self.optimizer = make_optimizer(hparams, mixed_precision)
+      self.optimizer = make_optimizer(hparams, mixed_precision, ema_decay)
       self.optimizer.build(self.model.trainable_variables)
     self.loss_scaling = isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer)
     self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer)
@@ -305,6 +312,26 @@ class Trainer:
     nll = totals[1] / tokens
     return {"loss": totals[0] / tokens, "nll": nll, "ppl": float(np.exp(min(nll, 50.0))),
             "target_tokens": totals[2]}
+
+  @contextlib.contextmanager
+  def ema_weights(self):
+    """Within the block the model holds the moving average of its weights (`ema_decay`),
+    after it its own weights again.
+
+    Raises:
+      ValueError: the trainer keeps no moving average.
+    """
+    inner = getattr(self.optimizer, "inner_optimizer", self.optimizer)
+    if not inner.use_ema:
+      raise ValueError("this run keeps no moving average of the weights (--ema_decay=0)")
+    variables = self.model.trainable_variables
+    saved = [tf.identity(v) for v in variables]
+    inner.finalize_variable_values(variables)
+    try:
+      yield self.model
+    finally:
+      for variable, value in zip(variables, saved):
+        variable.assign(value)
 
   def learning_rate(self):
     """The learning rate of the next update (float)."""
