@@ -51,6 +51,13 @@ class HParams:
       SavedModel all lowercase their input the same way; outputs are lowercase).
       Moses `lowercase.perl`, as the Multi30k papers prepare their text
       (Wu et al. 2021). Score such a model with the lowercased BLEU of `evaluate`.
+    subword_alpha: subword regularization of the training text (0: off): every time a
+      training pair is read its segmentation is sampled (tf_text's sentencepiece
+      sampling); for this project's BPE vocabularies BPE-dropout, each merge skipped
+      with this probability (Provilkov et al. 2020: 0.1). Dev, test and decoding keep
+      the deterministic segmentation. In [0, 1).
+    subword_nbest: sentencepiece's nbest_size of the sampling: -1 samples from all
+      segmentations (what BPE-dropout needs), > 1 from the n best (unigram models).
     norm_type: "post" (paper: LayerNorm(x + Sublayer(x))) or "pre" (t2t v3).
     position_encoding: "sinusoid" (§3.5) or "learned" (Table 3 E).
     attention_init: "glorot" (Glorot uniform on the [d_model, h * d_k] projection
@@ -97,6 +104,8 @@ class HParams:
   label_smoothing: float = 0.1
   vocab_size: int = 37000
   lowercase: bool = False
+  subword_alpha: float = 0.0
+  subword_nbest: int = -1
   norm_type: str = "post"
   position_encoding: str = "sinusoid"
   attention_init: str = "glorot"
@@ -182,7 +191,10 @@ def _validated(hp, origin):
   if not hp.d_k and hp.d_model % hp.num_heads:
     raise HParamsError(f"{origin}: d_model={hp.d_model} is not divisible by "
                        f"num_heads={hp.num_heads}; set d_k and d_v explicitly")
-  for name in ("dropout", "attention_dropout", "relu_dropout", "label_smoothing"):
+  if hp.subword_nbest in (0, 1) or hp.subword_nbest < -1:
+    raise HParamsError(f"{origin}: subword_nbest={hp.subword_nbest} must be -1 (all "
+                       "segmentations; BPE-dropout for BPE models) or > 1")
+  for name in ("dropout", "attention_dropout", "relu_dropout", "label_smoothing", "subword_alpha"):
     if not 0.0 <= getattr(hp, name) < 1.0:
       raise HParamsError(f"{origin}: {name} must be in [0, 1), got {getattr(hp, name)}")
   return hp

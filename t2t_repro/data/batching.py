@@ -116,7 +116,11 @@ def tokenize_pairs(pairs, tokenizer, input_context=None, training=False, seed=No
     tf.data.Dataset of {"inputs": int32 [src_len], "targets": int32 [tgt_len]},
     both ending in EOS, in input order (a corpus in training: its chunk order).
   """
-  ds = _pairs_dataset(pairs, training, seed, input_context)
+  return _tokenize(_pairs_dataset(pairs, training, seed, input_context), tokenizer)
+
+
+def _tokenize(ds, tokenizer):
+  """(source, target) tf.string pairs -> {"inputs", "targets"} int32 ids ending in EOS."""
   ds = ds.batch(TOKENIZE_BATCH).map(
       lambda src, tgt: {"inputs": tokenizer.encode(src), "targets": tokenizer.encode(tgt)},
       num_parallel_calls=tf.data.AUTOTUNE).unbatch()
@@ -195,7 +199,7 @@ def _bucket_by_length(ds, lengths, batch_tokens):
 
 def make_dataset(pairs, tokenizer, *, batch_tokens, max_length=256, training, seed=None,
                  input_context=None, repeat=None, cache_mb=DEFAULT_CACHE_MB, shuffle_buffer=None,
-                 min_length=8, growth=1.1, truncate_length=None):
+                 min_length=8, growth=1.1, truncate_length=None, sampling_tokenizer=None):
   """The input pipeline: tokenize, (filter, shuffle, repeat,) bucket, pad, prefetch.
 
   Args:
@@ -222,6 +226,9 @@ def make_dataset(pairs, tokenizer, *, batch_tokens, max_length=256, training, se
     min_length, growth: see `bucket_boundaries`.
     truncate_length: evaluation: cut each side longer than this to its first
       truncate_length - 1 tokens + EOS, so no batch exceeds a token bound [tokens].
+    sampling_tokenizer: training with subword regularization: a `Tokenizer.sampling`
+      of the model's tokenizer, which tokenizes each pair anew every time it is read
+      (the cache then holds the text, not the ids).
 
   Returns:
     tf.data.Dataset of {"inputs": int32 [b, L], "targets": int32 [b, L]},
@@ -237,13 +244,19 @@ def make_dataset(pairs, tokenizer, *, batch_tokens, max_length=256, training, se
   if training and batch_tokens < max_length:
     raise ValueError(f"batch_tokens={batch_tokens} must be >= max_length={max_length} so one example "
                      "of the longest bucket fits in a batch")
-  ds = tokenize_pairs(pairs, tokenizer, input_context, training, seed)
-  if truncate_length is not None:
-    ds = ds.map(lambda ex: {k: truncate(v, truncate_length) for k, v in ex.items()})
   size = cache_bytes(pairs)
   cached = size is not None and size <= cache_mb * 2**20
-  if cached:
-    ds = ds.cache()
+  if sampling_tokenizer is None:
+    ds = tokenize_pairs(pairs, tokenizer, input_context, training, seed)
+    if truncate_length is not None:
+      ds = ds.map(lambda ex: {k: truncate(v, truncate_length) for k, v in ex.items()})
+    if cached:
+      ds = ds.cache()
+  else:  # a new segmentation at every read: cache the text, tokenize after the cache
+    ds = _pairs_dataset(pairs, training, seed, input_context)
+    if cached:
+      ds = ds.cache()
+    ds = _tokenize(ds, sampling_tokenizer)
   if training:
     ds = ds.filter(lambda ex: _example_length(ex) <= max_length)
     if shuffle_buffer is None:

@@ -217,8 +217,13 @@ class Tokenizer(tf.Module):
   SavedModel; usable in eager code, tf.function and tf.data.
   """
 
-  def __init__(self, model_proto, name=None):
-    """Args: model_proto: bytes of a sentencepiece model learned by `learn_vocab`.
+  def __init__(self, model_proto, name=None, nbest_size=0, alpha=1.0):
+    """Args:
+      model_proto: bytes of a sentencepiece model learned by `learn_vocab`.
+      nbest_size, alpha: subword sampling of `encode` (tf_text's SentencepieceTokenizer):
+        nbest_size 0 or 1 is deterministic (the default); for this project's BPE models
+        nbest_size -1 with alpha in (0, 1) is BPE-dropout (Provilkov et al. 2020: each
+        merge is skipped with probability alpha). Use `sampling` to get one.
 
     Raises:
       ValueError: the model's special ids are not pad 0, eos 1, unk 2, no bos.
@@ -232,7 +237,14 @@ class Tokenizer(tf.Module):
     self._model_proto = model_proto
     self._vocab_size = processor.get_piece_size()
     self._lowercase = processor.normalize("A").endswith("a")
-    self._sp = tf_text.SentencepieceTokenizer(model=model_proto, out_type=tf.int32, add_eos=True)
+    self._sp = tf_text.SentencepieceTokenizer(model=model_proto, out_type=tf.int32, add_eos=True,
+                                              nbest_size=nbest_size, alpha=alpha)
+
+  def sampling(self, nbest_size, alpha):
+    """A tokenizer of the same model whose `encode` samples a segmentation per call (subword
+    regularization, Kudo 2018; BPE-dropout for BPE models, Provilkov et al. 2020); the
+    draws are not seeded (sentencepiece's own generator). `decode` is unchanged."""
+    return Tokenizer(self._model_proto, nbest_size=nbest_size, alpha=alpha)
 
   @classmethod
   def from_file(cls, path):

@@ -32,12 +32,15 @@ EMA_DIR = "ema"
 
 def _distributed_data(trainer, pairs, tokenizer, training, seed,
                       cache_mb=batching.DEFAULT_CACHE_MB):
-  """Training input, or dev input with every side cut to max_length tokens (see `_warn_long`)."""
+  """Training input (with subword sampling when hparams.subword_alpha > 0), or dev input
+  with every side cut to max_length tokens (see `_warn_long`)."""
   hp = trainer.hparams
+  sampling = (tokenizer.sampling(hp.subword_nbest, hp.subword_alpha)
+              if training and hp.subword_alpha > 0 else None)
   return batching.make_distributed_dataset(
       trainer.strategy, pairs, tokenizer, batch_tokens=hp.batch_tokens, max_length=hp.max_length,
       training=training, seed=seed, cache_mb=cache_mb,
-      truncate_length=None if training else hp.max_length)
+      truncate_length=None if training else hp.max_length, sampling_tokenizer=sampling)
 
 
 def _lengths(pairs, tokenizer):
