@@ -305,9 +305,13 @@ def main(argv):
   if FLAGS.quantization and FLAGS.format != "ctranslate2":
     raise app.UsageError("--quantization needs --format=ctranslate2")
   if FLAGS.format == "ctranslate2":
-    path = export_ctranslate2.export_ctranslate2(
-        FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint_path, quantization=FLAGS.quantization,
-        overwrite=FLAGS.overwrite, beam_size=FLAGS.beam_size, alpha=FLAGS.alpha)
+    try:
+      path = export_ctranslate2.export_ctranslate2(
+          FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint_path,
+          quantization=FLAGS.quantization, overwrite=FLAGS.overwrite, beam_size=FLAGS.beam_size,
+          alpha=FLAGS.alpha)
+    except ValueError as e:
+      raise cli.UsageError(f"--format=ctranslate2: {e}") from None
     print(f"CTranslate2 model written to {os.path.abspath(path)} (see README.md there)")
     return
   path = export_model(FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint_path,

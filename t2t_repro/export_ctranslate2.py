@@ -191,7 +191,7 @@ def export_ctranslate2(model_dir, output_dir, checkpoint_path=None, quantization
 
   Raises:
     FileExistsError: output_dir is not empty and overwrite is False.
-    ValueError: unknown quantization, or see `build_spec`.
+    ValueError: unknown quantization, a model with relative positions, or see `build_spec`.
     ImportError: ctranslate2 is not installed (or torch, for the bfloat16 types).
     the errors of `decoding.loading.load_for_inference`.
   """
@@ -200,12 +200,16 @@ def export_ctranslate2(model_dir, output_dir, checkpoint_path=None, quantization
     raise ValueError(f"unknown quantization {quantization!r}; one of {', '.join(QUANTIZATIONS)}")
   if os.path.isdir(output_dir) and os.listdir(output_dir) and not overwrite:
     raise FileExistsError(f"output dir {output_dir} is not empty (use --overwrite)")
+  from t2t_repro.decoding.loading import load_for_inference, read_hparams  # pylint: disable=import-outside-toplevel
+  if read_hparams(model_dir).position_encoding == "relative":
+    raise ValueError(f"{model_dir} uses relative position representations (position_encoding="
+                     "relative), which this CTranslate2 export does not convert; serve it with "
+                     "the SavedModel (--format=saved_model)")
   ctranslate2 = _require_ctranslate2()
   if quantization in ("bfloat16", "int8_bfloat16") and importlib.util.find_spec("torch") is None:
     raise ImportError(f"CTranslate2's converter needs torch for --quantization={quantization} "
                       "(pip install torch), or choose int8 / int8_float32 / float16")
   import sentencepiece as spm  # pylint: disable=import-outside-toplevel
-  from t2t_repro.decoding.loading import load_for_inference  # pylint: disable=import-outside-toplevel
   model, hparams, tokenizer = load_for_inference(model_dir, checkpoint_path)
   processor = spm.SentencePieceProcessor(model_proto=tokenizer.model_proto)
   pieces = [processor.id_to_piece(i) for i in range(processor.get_piece_size())]

@@ -59,7 +59,11 @@ class HParams:
     subword_nbest: sentencepiece's nbest_size of the sampling: -1 samples from all
       segmentations (what BPE-dropout needs), > 1 from the n best (unigram models).
     norm_type: "post" (paper: LayerNorm(x + Sublayer(x))) or "pre" (t2t v3).
-    position_encoding: "sinusoid" (§3.5) or "learned" (Table 3 E).
+    position_encoding: "sinusoid" (§3.5), "learned" (Table 3 E) or "relative" (Shaw et
+      al. 2018; tensor2tensor's `transformer_relative`: no absolute positions, relative
+      position representations in every self-attention).
+    max_relative_position: k of "relative": attention distances clipped to [-k, k]
+      [positions] (t2t 20, OpenNMT-tf's examples 20, Shaw et al. 16).
     attention_init: "glorot" (Glorot uniform on the [d_model, h * d_k] projection
       matrices, tensor2tensor's) or "glorot_per_head" (Glorot uniform on the per-head
       kernels [d_model, h, d_k] and [h, d_v, d_model], as Keras 2's MultiHeadAttention:
@@ -111,6 +115,7 @@ class HParams:
   attention_init: str = "glorot"
   max_length: int = 256
   max_positions: int = 512
+  max_relative_position: int = 16
   lr_schedule: str = "noam"
   learning_rate: float = 1.0
   peak_learning_rate: float = 0.0
@@ -153,7 +158,7 @@ class HParams:
 
 _FIELDS = {f.name: f for f in dataclasses.fields(HParams)}
 _DEFAULTS = {name: f.default for name, f in _FIELDS.items()}
-_CHOICES = {"norm_type": ("post", "pre"), "position_encoding": ("sinusoid", "learned"),
+_CHOICES = {"norm_type": ("post", "pre"), "position_encoding": ("sinusoid", "learned", "relative"),
             "attention_init": ("glorot", "glorot_per_head"), "lr_schedule": ("noam", "inverse_sqrt")}
 
 
@@ -169,7 +174,8 @@ def _validated(hp, origin):
     if getattr(hp, name) not in choices:
       raise HParamsError(f"{origin}: {name}={getattr(hp, name)!r} is not one of {choices}")
   for name in ("num_layers", "d_model", "d_ff", "num_heads", "vocab_size", "max_length",
-               "max_positions", "batch_tokens", "beam_size", "train_steps", "warmup_steps",
+               "max_positions", "max_relative_position", "batch_tokens", "beam_size",
+               "train_steps", "warmup_steps",
                "checkpoint_average", "learning_rate", "adam_epsilon"):
     if not getattr(hp, name) > 0:
       raise HParamsError(f"{origin}: {name} must be positive, got {getattr(hp, name)}")

@@ -36,7 +36,8 @@ def closed_form_params(hp):
   W^Q, W^K (d x h*d_k), W^V (d x h*d_v) and W^O (h*d_v x d), no biases (as t2t);
   per FFN d*d_ff + d_ff + d_ff*d + d (eq. 2); LayerNorm 2*d each; an encoder layer has
   1 attention, 1 FFN, 2 norms; a decoder layer 2, 1, 3; pre-norm adds a final norm per
-  stack; learned positions add max_positions*d.
+  stack; learned positions add max_positions*d; relative positions add
+  (2k + 1) * (d_k + d_v) per self-attention layer.
   """
   d, h = hp.d_model, hp.num_heads
   d_k, d_v = _head_widths(hp)
@@ -50,6 +51,8 @@ def closed_form_params(hp):
     total += 2 * norm
   if hp.position_encoding == "learned":
     total += hp.max_positions * d
+  if hp.position_encoding == "relative":  # a^K and a^V per self-attention (Shaw et al. 2018)
+    total += 2 * hp.num_layers * (2 * hp.max_relative_position + 1) * (d_k + d_v)
   return total
 
 

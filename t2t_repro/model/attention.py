@@ -6,6 +6,12 @@ projections have no bias. Masks are additive biases (0 = attend, `constants.NEG_
 = never attend), which serve padding masks, the causal mask and the incremental-decoding
 mask alike.
 
+Relative position representations (Shaw et al. 2018, eqs. 3-5; tensor2tensor's
+`dot_product_attention_relative`, OpenNMT-tf's `maximum_relative_position`): with
+`max_relative_position` k > 0, self-attention adds learned vectors a^K_ij, a^V_ij in R^d_k,
+R^d_v, shared by the heads of a layer, chosen by the clipped distance clip(j - i, -k, k):
+  e_ij = q_i (k_j + a^K_ij)^T / sqrt(d_k),   z_i = sum_j softmax(e)_ij (v_j + a^V_ij).
+
 The layer's call always returns `(outputs, cache)` (keras-hub's cached attention
 convention); the attention weights, for analysis and plots, come from a separate
 method, `call_with_weights`.
@@ -67,6 +73,9 @@ class MultiHeadAttention(keras.layers.Layer):
       glorot_uniform: fan_in h * d_model and fan_out d_k * d_model for Q, K and V, fan_in
       h * d_v and fan_out h * d_model for the output (std 0.0107 and 0.0395 at d_model
       256, 4 heads, against 0.0625 for both with "glorot"; Keras 3 counts 2-D fans).
+    max_relative_position: k of the relative position representations (0: none); for
+      self-attention only (the module docstring). Adds the weights relative_keys
+      [2k + 1, d_k] and relative_values [2k + 1, d_v].
 
   Call args:
     query: float [batch, q_len, d_model].
@@ -92,8 +101,9 @@ class MultiHeadAttention(keras.layers.Layer):
   """
 
   def __init__(self, d_model, num_heads, d_k=None, d_v=None, attention_dropout=0.0,
-               attention_init="glorot", **kwargs):
+               attention_init="glorot", max_relative_position=0, **kwargs):
     super().__init__(**kwargs)
+    self.max_relative_position = max_relative_position
     self.d_model = d_model
     self.num_heads = num_heads
     self.d_k = d_k or d_model // num_heads
@@ -117,6 +127,12 @@ class MultiHeadAttention(keras.layers.Layer):
                                     initializer=glorot_uniform(in_scale))
     self.output_kernel = self.add_weight(name="output_kernel", shape=(h * dv, d),
                                          initializer=glorot_uniform(out_scale))
+    if self.max_relative_position:
+      rows = 2 * self.max_relative_position + 1
+      self.relative_keys = self.add_weight(name="relative_keys", shape=(rows, dk),
+                                           initializer=glorot_uniform())
+      self.relative_values = self.add_weight(name="relative_values", shape=(rows, dv),
+                                             initializer=glorot_uniform())
     self.built = True
 
   def _split_heads(self, x, kernel, depth):
@@ -140,7 +156,9 @@ class MultiHeadAttention(keras.layers.Layer):
             "v": self._split_heads(memory, tf.cast(self.v_kernel, memory.dtype), self.d_v)}
 
   def _keys_values(self, query, memory, cache, step, grow_cache):
-    """(k, v, new cache) for `call`; see the class docstring."""
+    """(k, v, new cache, query offset) for `call`; see the class docstring. The offset is
+    the position of the first query for self-attention (0, or `step` while decoding), None
+    for encoder-decoder attention (no relative positions)."""
     if cache is not None and step is not None:
       # Self-attention while decoding: this position's key/value go into the cache.
       k_new = self._split_heads(query, self.k_kernel, self.d_k)
@@ -150,23 +168,40 @@ class MultiHeadAttention(keras.layers.Layer):
         v = tf.concat([cache["v"], v_new], axis=2)
       else:
         k, v = _write_position(cache["k"], k_new, step), _write_position(cache["v"], v_new, step)
-      return k, v, {"k": k, "v": v}
+      return k, v, {"k": k, "v": v}, step
     if cache is not None:
-      return cache["k"], cache["v"], cache
+      return cache["k"], cache["v"], cache, None
     source = query if memory is None else memory
     return (self._split_heads(source, self.k_kernel, self.d_k),
-            self._split_heads(source, self.v_kernel, self.d_v), None)
+            self._split_heads(source, self.v_kernel, self.d_v), None,
+            0 if memory is None else None)
 
-  def _attend(self, query, k, v, bias, training):
-    """softmax(Q K^T / sqrt(d_k) + bias) V W^O -> (outputs [b, q_len, d_model], weights
-    float32 [b, h, q_len, m_len])."""
+  def relative_indices(self, q_len, k_len, q_offset):
+    """Rows of the relative tables for each (query, key): int32 [q_len, k_len],
+    clip(j - i, -k, k) + k for query position i = q_offset + row and key position j."""
+    k = self.max_relative_position
+    distance = tf.range(k_len)[None, :] - (tf.range(q_len) + tf.cast(q_offset, tf.int32))[:, None]
+    return tf.clip_by_value(distance, -k, k) + k
+
+  def _attend(self, query, k, v, bias, training, q_offset=None):
+    """softmax(Q K^T / sqrt(d_k) + bias) V W^O (with relative positions when this layer has
+    them and `q_offset` is given) -> (outputs [b, q_len, d_model], weights float32
+    [b, h, q_len, m_len])."""
     q = self._split_heads(query, self.q_kernel, self.d_k) * (self.d_k ** -0.5)
-    logits = tf.cast(tf.matmul(q, k, transpose_b=True), tf.float32)
+    logits = tf.matmul(q, k, transpose_b=True)
+    relative = self.max_relative_position and q_offset is not None
+    if relative:
+      rows = self.relative_indices(tf.shape(q)[2], tf.shape(k)[2], q_offset)
+      logits += tf.einsum("bhqd,qkd->bhqk", q, tf.gather(tf.cast(self.relative_keys, q.dtype), rows))
+    logits = tf.cast(logits, tf.float32)
     if bias is not None:  # Keras autocasts call args to the compute dtype; add in float32
       logits += tf.cast(bias, tf.float32)
     weights = tf.nn.softmax(logits)
     dropped = self._dropout(tf.cast(weights, q.dtype), training=training)
     out = tf.matmul(dropped, v)  # [batch, h, q_len, d_v]
+    if relative:
+      out += tf.einsum("bhqk,qkd->bhqd", dropped,
+                       tf.gather(tf.cast(self.relative_values, q.dtype), rows))
     shape = tf.shape(out)
     out = tf.reshape(tf.transpose(out, [0, 2, 1, 3]), [-1, self.num_heads * self.d_v])
     out = tf.reshape(tf.matmul(out, self.output_kernel), [shape[0], shape[2], self.d_model])
@@ -174,8 +209,8 @@ class MultiHeadAttention(keras.layers.Layer):
 
   def call(self, query, memory=None, bias=None, cache=None, step=None, training=False,
            grow_cache=False):
-    k, v, new_cache = self._keys_values(query, memory, cache, step, grow_cache)
-    out, _ = self._attend(query, k, v, bias, training)
+    k, v, new_cache, q_offset = self._keys_values(query, memory, cache, step, grow_cache)
+    out, _ = self._attend(query, k, v, bias, training, q_offset)
     return out, new_cache
 
   def call_with_weights(self, query, memory=None, bias=None):
@@ -190,8 +225,8 @@ class MultiHeadAttention(keras.layers.Layer):
     """
     if not self.built:
       self.build()
-    k, v, _ = self._keys_values(query, memory, None, None, False)
-    return self._attend(query, k, v, bias, False)
+    k, v, _, q_offset = self._keys_values(query, memory, None, None, False)
+    return self._attend(query, k, v, bias, False, q_offset)
 
   def compute_output_shape(self, query_shape, *args, **kwargs):
     return tuple(query_shape[:-1]) + (self.d_model,)
@@ -199,7 +234,8 @@ class MultiHeadAttention(keras.layers.Layer):
   def get_config(self):
     config = super().get_config()
     config.update(d_model=self.d_model, num_heads=self.num_heads, d_k=self.d_k, d_v=self.d_v,
-                  attention_dropout=self.attention_dropout, attention_init=self.attention_init)
+                  attention_dropout=self.attention_dropout, attention_init=self.attention_init,
+                  max_relative_position=self.max_relative_position)
     return config
 
 

@@ -9,7 +9,7 @@ user-facing, one in `t2t_repro.hparams.HParams`, whose field of the same name
 import dataclasses
 
 NORM_TYPES = ("post", "pre")
-POSITION_ENCODINGS = ("sinusoid", "learned")
+POSITION_ENCODINGS = ("sinusoid", "learned", "relative")
 ATTENTION_INITS = ("glorot", "glorot_per_head")
 
 
@@ -26,7 +26,10 @@ class ModelConfig:
     dropout: P_drop, residual and embedding dropout (§5.4).
     attention_dropout, relu_dropout: extra dropouts of tensor2tensor (0 in the paper).
     norm_type: "post" (paper) or "pre" (t2t v3; adds a final LayerNorm to each stack).
-    position_encoding: "sinusoid" (§3.5) or "learned" (Table 3 E).
+    position_encoding: "sinusoid" (§3.5), "learned" (Table 3 E) or "relative" (Shaw et
+      al. 2018: no absolute positions, relative position representations in every
+      self-attention, as tensor2tensor's `transformer_relative`).
+    max_relative_position: k of "relative": distances clipped to [-k, k].
     attention_init: "glorot" or "glorot_per_head", see `attention.MultiHeadAttention`.
     max_positions: size of the position table [positions]: the rows of the learned
       table; with either encoding the longest sequence decoding accepts
@@ -49,6 +52,7 @@ class ModelConfig:
   position_encoding: str = "sinusoid"
   attention_init: str = "glorot"
   max_positions: int = 512
+  max_relative_position: int = 16
 
   def __post_init__(self):
     if self.norm_type not in NORM_TYPES:

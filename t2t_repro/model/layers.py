@@ -41,9 +41,11 @@ class _ResidualBlock(keras.layers.Layer):
                            name="ffn")
     c = self.config
     self._attention_names = tuple(attention_names)
-    for name in attention_names:
-      setattr(self, name, MultiHeadAttention(c.d_model, c.num_heads, c.d_k, c.d_v,
-                                             c.attention_dropout, c.attention_init, name=name))
+    relative = c.max_relative_position if c.position_encoding == "relative" else 0
+    for name in attention_names:  # relative positions in self-attention only (Shaw et al.)
+      setattr(self, name, MultiHeadAttention(
+          c.d_model, c.num_heads, c.d_k, c.d_v, c.attention_dropout, c.attention_init,
+          max_relative_position=relative if name == "self_attention" else 0, name=name))
 
   def build(self, input_shape):
     attentions = [getattr(self, name) for name in self._attention_names]

@@ -43,8 +43,10 @@ class Transformer(keras.Model):
     self.embedding = SharedEmbedding(c.vocab_size, c.d_model, name="shared_embedding")
     if c.position_encoding == "sinusoid":
       self.position = SinusoidalPositionEncoding(c.d_model, name="position")
-    else:
+    elif c.position_encoding == "learned":
       self.position = LearnedPositionEmbedding(c.max_positions, c.d_model, name="position")
+    else:  # "relative": positions enter through the self-attentions only
+      self.position = None
     self.embedding_dropout = keras.layers.Dropout(c.dropout)
     # Each layer is also an attribute: tf.train.Checkpoint does not look inside Keras's
     # tracked lists, so layers reachable only through a list would not be saved.
@@ -78,7 +80,9 @@ class Transformer(keras.Model):
     self.build()
 
   def _embed(self, ids, training, start=0):
-    x = self.position(self.embedding(ids), start=start)
+    x = self.embedding(ids)
+    if self.position is not None:
+      x = self.position(x, start=start)
     return self.embedding_dropout(x, training=training)
 
   def encode(self, inputs, training=False, return_attention_scores=False):

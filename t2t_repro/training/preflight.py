@@ -159,7 +159,8 @@ def restore_checked(trainer, model_dir):
 
 # HParams that decide the shapes of a model's weights: an --init_from source must match them.
 SHAPE_HPARAMS = ("vocab_size", "num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v",
-                 "norm_type", "position_encoding", "max_positions", "lowercase")
+                 "norm_type", "position_encoding", "max_positions", "max_relative_position",
+                 "lowercase")
 
 
 def check_init_from(config, hp, problem):
