@@ -36,3 +36,14 @@ def define_checkpoint_path(help_text="Checkpoint prefix (default: latest of --mo
   """Defines --checkpoint_path (None: the latest checkpoint of the model dir; several
   commands take a comma-separated list, an ensemble)."""
   flags.DEFINE_string("checkpoint_path", None, help_text)
+
+
+def define_ensemble_flags(verb):
+  """Defines --model_dir and --checkpoint_path for a command that takes an ensemble
+  (`decoding.loading.load_models`): several comma-separated model dirs or checkpoints
+  `verb` ("decode", "score") as one model over one vocabulary."""
+  define_model_dir(f"{MODEL_DIR_HELP[:-1]}; several, comma-separated, {verb} as one ensemble "
+                   "(one vocabulary).", several=True)
+  define_checkpoint_path("Checkpoint prefix (default: latest of --model_dir); several, "
+                         "comma-separated, form an ensemble (with one --model_dir, or one per "
+                         "model dir).")

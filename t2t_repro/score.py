@@ -30,12 +30,7 @@ FLAGS = flags.FLAGS
 
 
 def _define_flags():
-  command_flags.define_model_dir(
-      f"{command_flags.MODEL_DIR_HELP[:-1]}; several, comma-separated, score as one "
-      "ensemble (one vocabulary).", several=True)
-  command_flags.define_checkpoint_path(
-      "Checkpoint prefix (default: latest of --model_dir); several, comma-separated, form "
-      "an ensemble.")
+  command_flags.define_ensemble_flags("score")
   flags.DEFINE_string("src", None, "Source sentences, one per line.")
   flags.DEFINE_string("tgt", None, "Target sentences (the translations to score), aligned with --src.")
   flags.DEFINE_string("output_file", None, "Scores (default: stdout).")

@@ -72,12 +72,7 @@ FLAGS = flags.FLAGS
 
 
 def _define_flags():
-  command_flags.define_model_dir(
-      f"{command_flags.MODEL_DIR_HELP[:-1]}; several, comma-separated, decode as one "
-      "ensemble (one vocabulary).", several=True)
-  command_flags.define_checkpoint_path(
-      "Checkpoint prefix (default: latest of --model_dir); several, comma-separated, form "
-      "an ensemble (with one --model_dir, or one per model dir).")
+  command_flags.define_ensemble_flags("decode")
   flags.DEFINE_string("input_file", None, "Source sentences, one per line (default: stdin).")
   flags.DEFINE_string("output_file", None, "Translations (default: stdout).")
   decode_config.define_flags(names=(*decode_config.DEFAULT_FLAGS, *decode_config.SAMPLING_FLAGS),
