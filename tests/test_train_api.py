@@ -113,3 +113,14 @@ def test_train_in_process_writes_best_stops_early_and_averages(multi30k_slice, t
                          if n != "_CHECKPOINTABLE_OBJECT_GRAPH") and len(names) > 60
   for name in names:
     np.testing.assert_array_equal(ours.get_tensor(name), theirs.get_tensor(name))
+
+
+def test_checkpoints_stay_on_the_save_grid_beside_the_evaluated_steps(multi30k_slice, tmp_path):
+  """--save_checkpoints_steps=2 with a dev evaluation every 3 updates saves 2, 3 (the evaluated
+  step, so an interrupted evaluation loses nothing), 4, 6, 8, 9, 10 - not 2, 3, 5, 7, 9, 10."""
+  model_dir = tmp_path / "grid"
+  train(_config(multi30k_slice, model_dir, train_steps=10, eval_every_steps=3, dev_bleu_lines=0,
+                save_checkpoints_steps=2, save_checkpoints_secs=0, best_metric="none"))
+  state = tf.train.get_checkpoint_state(str(model_dir))
+  steps = [int(p.rsplit("-", 1)[1]) for p in state.all_model_checkpoint_paths]
+  assert steps == [2, 3, 4, 6, 8, 9, 10]

@@ -183,8 +183,8 @@ class _Run:
   def _save_due(self, step, last):
     config = self.config
     return (last or self.stop.received
-            or (config.save_checkpoints_steps
-                and step - self.saved_step >= config.save_checkpoints_steps)
+            or (config.save_checkpoints_steps  # the grid N, 2N, ... (a dev save is extra)
+                and step % config.save_checkpoints_steps == 0)
             or (config.save_checkpoints_secs
                 and time.monotonic() - self.saved_time >= config.save_checkpoints_secs))
 
