@@ -80,6 +80,8 @@ def test_filter_log_probs_by_hand():
   logits = filter_log_probs(tf.constant([FIRST], tf.float32), top_k=3, top_p=0.8).numpy()[0]
   kept = logits > -1e8
   assert kept.tolist() == [False, False, True, True, True, False]
+  everything = filter_log_probs(tf.constant([FIRST], tf.float32), top_k=100).numpy()[0]
+  assert np.all(everything > -1e8)  # k above the vocabulary size keeps every piece
 
 
 def test_same_seed_same_samples_other_seed_other_samples():

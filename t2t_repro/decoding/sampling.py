@@ -31,7 +31,8 @@ def filter_log_probs(log_probs, top_k=0, top_p=1.0, temperature=1.0):
 
   Args:
     log_probs: float32 [rows, V], log p(y).
-    top_k: keep only the k most likely pieces (0: all); static int.
+    top_k: keep only the k most likely pieces (0, or k >= V: all); static int. Pieces
+      tied with the k-th (or, for top_p, the last kept) are kept too.
     top_p: keep the most likely pieces until their probability reaches top_p (1.0: all;
       the most likely piece is always kept); float in (0, 1].
     temperature: > 0 (sharper below 1, flatter above); static float.
@@ -41,19 +42,15 @@ def filter_log_probs(log_probs, top_k=0, top_p=1.0, temperature=1.0):
     (unnormalized logits for `tf.random.stateless_categorical`).
   """
   logits = log_probs / temperature
-  if top_k:
-    kth = tf.math.top_k(logits, k=top_k).values[:, -1:]
+  if top_k:  # a k above V keeps every piece
+    kth = tf.math.top_k(logits, k=tf.minimum(top_k, tf.shape(logits)[-1])).values[:, -1:]
     logits = tf.where(logits < kth, NEG_INF, logits)
   if top_p < 1.0:
-    order = tf.argsort(logits, axis=-1, direction="DESCENDING")
-    sorted_logits = tf.gather(logits, order, batch_dims=1)
-    probs = tf.nn.softmax(sorted_logits)
-    before = tf.cumsum(probs, axis=-1, exclusive=True)  # probability of the better pieces
-    keep_sorted = before < top_p
-    keep = tf.scatter_nd(tf.stack([tf.repeat(tf.range(tf.shape(order)[0]), tf.shape(order)[1]),
-                                   tf.reshape(order, [-1])], 1),
-                         tf.reshape(keep_sorted, [-1]), tf.shape(logits, out_type=tf.int32))
-    logits = tf.where(keep, logits, NEG_INF)
+    sorted_logits = tf.sort(logits, axis=-1, direction="DESCENDING")
+    before = tf.cumsum(tf.nn.softmax(sorted_logits), axis=-1, exclusive=True)
+    # the smallest kept logit: the last piece whose better pieces have less than top_p
+    last = tf.reduce_min(tf.where(before < top_p, sorted_logits, float("inf")), axis=-1)
+    logits = tf.where(logits < last[:, None], NEG_INF, logits)
   return logits
 
 
