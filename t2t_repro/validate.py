@@ -23,7 +23,7 @@ from absl import app
 from absl import flags
 
 from t2t_repro import cli, command_flags, fileio
-from t2t_repro.data import problems, text_files
+from t2t_repro.data import corpus, problems
 
 FLAGS = flags.FLAGS
 
@@ -53,13 +53,14 @@ def _run_flags(model_dir):
 
 
 def _pairs():
-  """(ParallelText, description) of the data the flags name."""
+  """(streamed corpus, description) of the data the flags name: read once, in bounded
+  memory, whatever its size (`data.corpus`)."""
   if FLAGS.src or FLAGS.tgt:
     if not (FLAGS.src and FLAGS.tgt):
       raise cli.UsageError("--src and --tgt go together")
     if FLAGS.problem:
       raise cli.UsageError("give either --src/--tgt or --problem, not both")
-    return text_files.read_parallel(FLAGS.src, FLAGS.tgt), f"{FLAGS.src}, {FLAGS.tgt}"
+    return corpus.ParallelCorpus([(FLAGS.src, FLAGS.tgt)]), f"{FLAGS.src}, {FLAGS.tgt}"
   run = _run_flags(FLAGS.model_dir)
   name = FLAGS.problem or run.get("problem")
   if not name:
@@ -76,21 +77,23 @@ def _pairs():
   if FLAGS.split not in problem.splits:
     raise cli.UsageError(f"--split={FLAGS.split}: {name} has the splits "
                          f"{', '.join(problem.splits)}")
-  return problem.text_pairs(FLAGS.split), f"{name} {FLAGS.split}"
+  return problem.corpus(FLAGS.split), f"{name} {FLAGS.split}"
 
 
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   pairs, data = _pairs()
-  if not len(pairs):
-    raise cli.DataError(f"{data}: no sentence pair with text on both sides")
   from t2t_repro.decoding import loading  # pylint: disable=import-outside-toplevel
   from t2t_repro.training.perplexity import perplexity  # pylint: disable=import-outside-toplevel
   checkpoint = loading.resolve_checkpoint(FLAGS.model_dir, FLAGS.checkpoint_path)
   model, hparams, tokenizer = loading.load_for_inference(FLAGS.model_dir, checkpoint)
-  result = perplexity(model, tokenizer, pairs, batch_tokens=FLAGS.batch_tokens or hparams.batch_tokens,
-                      max_length=hparams.max_length)
+  try:
+    result = perplexity(model, tokenizer, pairs,
+                        batch_tokens=FLAGS.batch_tokens or hparams.batch_tokens,
+                        max_length=hparams.max_length)
+  except ValueError as e:
+    raise cli.DataError(f"{data}: {e}") from None
   result.update(checkpoint=checkpoint, data=data)
   if FLAGS.output_json:
     fileio.write_json(FLAGS.output_json, result)

@@ -25,7 +25,8 @@ def perplexity(model, tokenizer, pairs, *, batch_tokens, max_length):
   Args:
     model: a `Transformer` (dropout off: evaluated with training=False).
     tokenizer: the model's `data.vocab.Tokenizer`.
-    pairs: list of (source, target) str, or a `data.text_files.ParallelText`.
+    pairs: list of (source, target) str, a `data.text_files.ParallelText`, or a streamed
+      `data.corpus` corpus (read once, in bounded memory: nothing grows with its size).
     batch_tokens: padded tokens per batch and side [tokens] (a batching choice: the
       result does not depend on it beyond float rounding).
     max_length: each side longer than this is cut to its first max_length - 1 pieces
@@ -33,27 +34,30 @@ def perplexity(model, tokenizer, pairs, *, batch_tokens, max_length):
 
   Returns:
     dict: nll (mean NLL per target piece [nats], float), ppl (exp(nll), float),
-    target_pieces (int, EOS included), pairs (int).
+    target_pieces (int, EOS included), pairs (int, the pairs scored: both sides
+    non-empty).
 
   Raises:
-    ValueError: no pairs, or batch_tokens < 1.
+    ValueError: no pair with text on both sides, or batch_tokens < 1.
   """
-  if not len(pairs):
-    raise ValueError("no sentence pairs to score")
   if batch_tokens < 1:
     raise ValueError(f"batch_tokens must be >= 1, got {batch_tokens}")
   dataset = batching.make_dataset(pairs, tokenizer, batch_tokens=batch_tokens,
                                   max_length=max_length, training=False,
-                                  truncate_length=max_length)
+                                  truncate_length=max_length, cache_mb=0)
 
   @tf.function
   def totals(dataset):
-    sums = tf.zeros([4])
+    sums, rows = tf.zeros([4]), tf.constant(0)
     for batch in dataset:  # one trace for every bucket shape
       sums += tf.stack(batch_loss_sums(model, batch, 0.0, training=False))
-    return sums
+      rows += tf.shape(batch["targets"])[0]
+    return sums, rows
 
-  _, nll_sum, target_pieces, _ = (float(x) for x in totals(dataset).numpy())
+  sums, rows = totals(dataset)
+  _, nll_sum, target_pieces, _ = (float(x) for x in sums.numpy())
+  if not int(rows):
+    raise ValueError("no sentence pair with text on both sides to score")
   nll = nll_sum / target_pieces
   return {"nll": nll, "ppl": math.exp(min(nll, MAX_LOG_PPL)), "target_pieces": int(target_pieces),
-          "pairs": len(pairs)}
+          "pairs": int(rows)}
