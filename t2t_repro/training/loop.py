@@ -315,18 +315,18 @@ class _Run:
     if len(paths) < self.config.average_last:
       self.progress.line(f"--average_last={self.config.average_last}: only {len(paths)} "
                          "checkpoints are kept; averaging those")
-    models = []
-    self.result.averaged = _replace_dir(model_dir, AVERAGED_DIR, lambda staging: models.append(
-        averaging.average_checkpoints(paths, staging, model_dir)[1]))
+    self.result.averaged, (_, model) = _replace_dir(
+        model_dir, AVERAGED_DIR, lambda staging: averaging.average_checkpoints(paths, staging,
+                                                                              model_dir))
     self.progress.line(f"averaged {len(paths)} checkpoints into {self.result.averaged}")
-    return models[0], len(paths)
+    return model, len(paths)
 
   def _write_ema(self, evaluator):
     """Writes the moving average of the weights as `{model_dir}/ema/` (replacing an earlier
     one) and evaluates it on dev; records both in `result.ema`."""
     trainer = self.trainer
     with trainer.ema_weights() as model:
-      path = _replace_dir(trainer.model_dir, EMA_DIR, lambda staging: write_weights_model_dir(
+      path, _ = _replace_dir(trainer.model_dir, EMA_DIR, lambda staging: write_weights_model_dir(
           model, trainer.step, trainer.model_dir, staging, "ema.json",
           {"ema_decay": self.config.ema_decay, "step": trainer.step}))
       self.progress.line(f"wrote the moving average of the weights (decay "
@@ -337,10 +337,11 @@ class _Run:
 
 def _replace_dir(model_dir, name, write):
   """Calls write(staging folder) and puts the folder at `{model_dir}/{name}` by renames,
-  so a reader sees the old complete folder or the new one. Returns its latest checkpoint."""
+  so a reader sees the old complete folder or the new one. Returns (its latest checkpoint,
+  what `write` returned)."""
   target = os.path.join(model_dir, name)
   staging = tempfile.mkdtemp(prefix=f".{name}.new-", dir=model_dir)
-  write(staging)
+  written = write(staging)
   if os.path.isdir(target):
     old = tempfile.mkdtemp(prefix=f".{name}.old-", dir=model_dir)
     os.rename(target, os.path.join(old, name))
@@ -348,7 +349,7 @@ def _replace_dir(model_dir, name, write):
     shutil.rmtree(old, ignore_errors=True)
   else:
     os.rename(staging, target)
-  return tf.train.latest_checkpoint(target)
+  return tf.train.latest_checkpoint(target), written
 
 
 class _Throughput:
