@@ -9,7 +9,8 @@
 #   bash benchmarks/multi30k_e2e.sh [MODEL_DIR]      (data: $T2T_DATA_DIR or ../shared/data;
 #                                                     SEED=1, TRAIN_MINUTES=53, HPARAMS=...,
 #                                                     MIXED_PRECISION=mixed_bfloat16 or none,
-#                                                     TRAIN_STEPS=20000, SAVE_STEPS=400, AVERAGE_LAST=5)
+#                                                     TRAIN_STEPS=20000, SAVE_STEPS=400, AVERAGE_LAST=5,
+#                                                     HPARAMS_OVERRIDE=, e.g. subword_alpha=0.1)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 data=${T2T_DATA_DIR:-$here/../shared/data}
@@ -24,7 +25,8 @@ timed python -m t2t_repro.train --hparams="$hparams" --problem=translate_ende_mu
   --train_steps="${TRAIN_STEPS:-20000}" --save_checkpoints_steps="${SAVE_STEPS:-400}" --keep_checkpoint_max="$average_last" \
   --average_last="$average_last" \
   --eval_every_steps=1000 --dev_bleu_lines=0 --best_metric=loss --test_bleu_lines=0 \
-  --seed="${SEED:-1}" --mixed_precision="${MIXED_PRECISION:-mixed_bfloat16}"
+  --seed="${SEED:-1}" --mixed_precision="${MIXED_PRECISION:-mixed_bfloat16}" \
+  --hparams_override="${HPARAMS_OVERRIDE:-}"
 timed python benchmarks/multi30k_score.py --model_dir="$model_dir/averaged" --data_dir="$data" \
   --beam_sizes=4,5 --alphas=0.6,1.0 --out="$model_dir/scores.json"
 uptime

@@ -5,10 +5,8 @@
 #     test_2016_flickr BLEU of the last checkpoint, of the average of the last 5 and of the
 #     moving average (ema/), all at the same step.
 #  2. The same run with position_encoding=relative (Shaw et al. 2018) instead of sinusoids.
-#  3. Fine-tuning to another domain: run 1's model trained on FT_STEPS updates of news
-#     (newstest2011 + newstest2012, 6,006 pairs; dev newstest2013) with --init_from, against the
-#     same model trained on those pairs from scratch (its own vocabulary, same updates);
-#     BLEU on the first 1,000 lines of newstest2014 before and after.
+#  3. Fine-tuning run 1's model to news for FT_STEPS updates against training on news from scratch
+#     (benchmarks/finetune_news.sh).
 #
 #   bash benchmarks/options_at_equal_updates.sh [WORK_DIR]   (data: $T2T_DATA_DIR or ../shared/data;
 #                                                         HPARAMS=tiny STEPS=3000 FT_STEPS=1000)
@@ -21,7 +19,6 @@ work=${1:-$here/runs/options}
 hparams=${HPARAMS:-tiny}
 steps=${STEPS:-3000}
 ft_steps=${FT_STEPS:-1000}
-news=$data/wmt_news_other_years
 cd "$here"
 mkdir -p "$work"
 timed() { uptime; /usr/bin/time -f "%C: %e s wall, %U s user + %S s system CPU" "$@"; }
@@ -47,19 +44,4 @@ m30k() {  # name, extra train flags
 }
 m30k sinusoid
 m30k relative --hparams_override=position_encoding=relative,max_relative_position=16
-news_flags=(--problem=parallel_text --train_src="$news/newstest2011.en,$news/newstest2012.en"
-  --train_tgt="$news/newstest2011.de,$news/newstest2012.de" --dev_src="$data/wmt14/newstest2013.en"
-  --dev_tgt="$data/wmt14/newstest2013.de" --train_steps="$ft_steps"
-  --save_checkpoints_steps="$ft_steps" --eval_every_steps="$ft_steps" --dev_bleu_lines=0
-  --best_metric=none --seed=1)
-bleu "$work/sinusoid" "$data/wmt14/newstest2014-full.en-de.en" \
-  "$data/wmt14/newstest2014-full.en-de.de" before_news
-timed python -m t2t_repro.train --hparams="$work/sinusoid/hparams.json" --model_dir="$work/finetuned" \
-  --init_from="$work/sinusoid" "${news_flags[@]}"
-bleu "$work/finetuned" "$data/wmt14/newstest2014-full.en-de.en" \
-  "$data/wmt14/newstest2014-full.en-de.de" finetuned_news
-timed python -m t2t_repro.train --hparams="$hparams" --model_dir="$work/scratch" \
-  --vocab_dir="$work/vocab" "${news_flags[@]}"
-bleu "$work/scratch" "$data/wmt14/newstest2014-full.en-de.en" \
-  "$data/wmt14/newstest2014-full.en-de.de" scratch_news
-uptime
+FT_STEPS="$ft_steps" MIXED_PRECISION=none bash benchmarks/finetune_news.sh "$work/sinusoid" "$work"
