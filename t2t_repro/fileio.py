@@ -7,6 +7,7 @@ its target whatever other Unicode line breaks the text holds. `write_atomic` (an
 reader never sees a half-written file and a failed command leaves the old file.
 """
 
+import contextlib
 import json
 import os
 import sys
@@ -101,20 +102,26 @@ def read_lines(path):
   return decode_lines(data, path)
 
 
-def write_atomic(path, data):
-  """Writes `data` (bytes, or str as UTF-8) to `path` through a temporary name in the same
-  folder and `os.replace`, so readers never see a half-written file. Creates the folder."""
-  if isinstance(data, str):
-    data = data.encode("utf-8")
+@contextlib.contextmanager
+def atomic_writer(path):
+  """A binary file open for writing under a temporary name in `path`'s folder; at a normal
+  exit of the block it replaces `path` (`os.replace`), after an exception it is removed and
+  `path` is untouched. So readers never see a half-written file. Creates the folder."""
   os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
   tmp = f"{path}.tmp.{os.getpid()}"
   try:
     with open(tmp, "wb") as f:
-      f.write(data)
+      yield f
     os.replace(tmp, path)
   finally:
     if os.path.exists(tmp):
       os.remove(tmp)
+
+
+def write_atomic(path, data):
+  """Writes `data` (bytes, or str as UTF-8) to `path` atomically (`atomic_writer`)."""
+  with atomic_writer(path) as f:
+    f.write(data.encode("utf-8") if isinstance(data, str) else data)
 
 
 def write_lines(path, lines):

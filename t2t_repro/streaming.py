@@ -22,7 +22,9 @@ def line_batches(fd, buffer_size, wait_seconds, path="<stdin>"):
   Args:
     fd: int, a readable descriptor (a pipe, terminal or file).
     buffer_size: most lines per batch (>= 1).
-    wait_seconds: how long to wait for another line before a partial batch is yielded [s].
+    wait_seconds: how long to wait for another line before a partial batch is yielded [s];
+      None: wait until the batch is full or the input ends (batches of exactly
+      buffer_size lines but the last, as two aligned files need).
     path: names the input in errors.
 
   Yields:

@@ -105,3 +105,27 @@ def test_score_command_errors(trained_run, tmp_path):
   proc = _score(trained_run.model_dir, tmp_path, "--batch_tokens=0")
   assert proc.returncode == 2 and "--batch_tokens" in proc.stderr
   assert all(len(p.stderr.strip().splitlines()) == 1 for p in [proc])
+
+
+def test_pair_chunks_stream_both_files_in_aligned_chunks(tmp_path, monkeypatch):
+  from t2t_repro import cli, score  # pylint: disable=import-outside-toplevel
+  monkeypatch.setattr(score, "CHUNK_PAIRS", 2)
+  (tmp_path / "s").write_text(" a\nb \nc\nd\ne", encoding="utf-8")
+  (tmp_path / "t").write_text("A\nB\n\nD\nE\n", encoding="utf-8")
+  chunks = list(score._pair_chunks(str(tmp_path / "s"), str(tmp_path / "t")))  # pylint: disable=protected-access
+  assert chunks == [(1, ["a", "b"], ["A", "B"]), (3, ["c", "d"], ["", "D"]), (5, ["e"], ["E"])]
+  (tmp_path / "t").write_text("A\nB\nC\nD\n", encoding="utf-8")
+  with pytest.raises(cli.DataError, match=r"has 5 lines, --tgt=.* 4$"):
+    list(score._pair_chunks(str(tmp_path / "s"), str(tmp_path / "t")))  # pylint: disable=protected-access
+
+
+def test_score_command_leaves_output_file_as_it_was_on_a_data_error(trained_run, tmp_path):
+  out = tmp_path / "scores.txt"
+  out.write_text("old\n", encoding="utf-8")
+  proc = _score(trained_run.model_dir, tmp_path, f"--output_file={out}", targets=["eins", "zwei"])
+  assert proc.returncode == 1 and "has 5 lines" in proc.stderr
+  assert out.read_text(encoding="utf-8") == "old\n"
+  assert sorted(p.name for p in tmp_path.iterdir()) == ["s.en", "scores.txt", "t.de"]
+  proc = _score(trained_run.model_dir, tmp_path, f"--output_file={out}")
+  assert proc.returncode == 0, proc.stderr
+  assert len(out.read_text(encoding="utf-8").splitlines()) == len(SOURCES)
