@@ -29,7 +29,7 @@ input pipeline excluded. Unlike the synthetic batch, these have padding, which
 Model Garden projects to the vocabulary and ours does not.
 
 ``--e2e_steps`` also measures ours end to end on real bucketed Multi30k data
-(the project's tokenizer + ``batching.make_distributed_dataset``, the same
+(the project's tokenizer + ``batching.make_dataset``, the same
 input `python -m t2t_repro.train` uses): real (non-pad) tokens/s including the
 input pipeline, and the input pipeline alone (batches/s with no training), so
 the pipeline can be checked not to be the bottleneck.
@@ -106,15 +106,15 @@ def _make_trainer(size, jit_compile, mixed_precision, vocab_size=None):
 def ours_step_fn(size, config, jit_compile=False, mixed_precision="none"):
   """One `Trainer.train_step` on a fixed synthetic batch, as a zero-arg callable.
 
-  The batch (``peer_models.make_batch(config)``) is repeated by a tf.data pipeline and
-  fed through the strategy's distributed iterator, as in real training; the
+  The batch (``peer_models.make_batch(config)``) is repeated by a tf.data pipeline whose
+  iterator the step reads, as in real training; the
   callable returns when the step's stats have been fetched (``.numpy()``).
   """
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   trainer = _make_trainer(size, jit_compile, mixed_precision)
   batch = peer_models.make_batch(config)
   ds = tf.data.Dataset.from_tensors({k: tf.constant(v) for k, v in batch.items()}).repeat()
-  iterator = iter(trainer.strategy.experimental_distribute_dataset(ds))
+  iterator = iter(ds)
   step = lambda: trainer.train_step(iterator)
   step.trainer = trainer
   return step
@@ -146,9 +146,9 @@ def e2e_measure(size, model_dir, data_dir, steps, warmup, jit_compile=False):
   hp = trainer.hparams
 
   def pipeline():
-    return batching.make_distributed_dataset(
-        trainer.strategy, pairs, tokenizer, batch_tokens=hp.batch_tokens,
-        max_length=hp.max_length, training=True, seed=1)
+    return batching.make_dataset(
+        pairs, tokenizer, batch_tokens=hp.batch_tokens, max_length=hp.max_length,
+        training=True, seed=1, input_context=trainer.input_context())
 
   # Input pipeline alone (tokenize + cache on the first pass, shuffle, bucket, pad).
   it = iter(pipeline())
@@ -221,7 +221,7 @@ def real_measure(kind, size, model_dir, data_dir, steps, warmup):
     spec = tf.TensorSpec([None, None], tf.int32)
     ds = tf.data.Dataset.from_generator(lambda: iter(batches), output_signature={
         "inputs": spec, "targets": spec})
-    iterator = iter(trainer.strategy.experimental_distribute_dataset(ds))
+    iterator = iter(ds)
     step = lambda: trainer.train_step(iterator)
   else:
     config = dict(peer_config(size, 1, 1), vocab_size=vocab_size)

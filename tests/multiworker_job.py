@@ -42,15 +42,13 @@ def main(init_path, model_dir, out_path):
   for i, v in enumerate(trainer.model.trainable_variables):
     v.assign(init[f"w{i}"])
 
-  def dataset_fn(ctx):
-    assert ctx.input_pipeline_id == worker
-    batches = [batch(s, ctx.input_pipeline_id) for s in range(STEPS)]
-    ds = tf.data.Dataset.from_tensors(batches[0])
-    for b in batches[1:]:
-      ds = ds.concatenate(tf.data.Dataset.from_tensors(b))
-    return ds
-
-  iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
+  ctx = trainer.input_context()
+  assert (ctx.input_pipeline_id, ctx.num_input_pipelines) == (worker, 2)
+  batches = [batch(s, ctx.input_pipeline_id) for s in range(STEPS)]
+  ds = tf.data.Dataset.from_tensors(batches[0])
+  for b in batches[1:]:
+    ds = ds.concatenate(tf.data.Dataset.from_tensors(b))
+  iterator = iter(ds)
   losses = [trainer.train_step(iterator)["loss"] for _ in range(STEPS)]
   trainer.save()
   if trainer.chief:

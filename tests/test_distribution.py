@@ -64,9 +64,8 @@ def _trainer(tmp_path, strategy, weights=None, **kwargs):
 
 
 def _step(trainer, batches):
-  strategy = trainer.strategy
-  iterator = iter(strategy.distribute_datasets_from_function(lambda ctx: _dataset(batches)))
-  return trainer.train_step(iterator)
+  """One update on `batches` in order: replica r (micro-batch k) gets batches[k * replicas + r]."""
+  return trainer.train_step(iter(_dataset(batches)))
 
 
 def _weights(trainer):

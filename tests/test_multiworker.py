@@ -41,7 +41,7 @@ def _single_process_run(tmp_path):
   ds = tf.data.Dataset.from_tensors(batches[0])
   for b in batches[1:]:
     ds = ds.concatenate(tf.data.Dataset.from_tensors(b))
-  iterator = iter(strategy.distribute_datasets_from_function(lambda ctx: ds))
+  iterator = iter(ds)
   losses = [trainer.train_step(iterator)["loss"] for _ in range(multiworker_job.STEPS)]
   final = [v.numpy() for v in trainer.model.trainable_variables]
   return init, losses, final

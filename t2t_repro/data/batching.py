@@ -267,7 +267,16 @@ def make_dataset(pairs, tokenizer, *, batch_tokens, max_length=256, training, se
   if repeat:
     ds = ds.repeat()
   ds = _bucket_by_length(ds, bucket_lengths(max_length, min_length, growth), batch_tokens)
-  return ds.prefetch(tf.data.AUTOTUNE)
+  return ds.prefetch(tf.data.AUTOTUNE).with_options(_checkpointable())
+
+
+def _checkpointable():
+  """tf.data options under which an iterator of the pipeline can be saved in a checkpoint:
+  its external state (the tokenizer's model, the corpus's chunk reader) is left out of the
+  saved state, which is right because both are pure functions of their input."""
+  options = tf.data.Options()
+  options.experimental_external_state_policy = tf.data.experimental.ExternalStatePolicy.IGNORE
+  return options
 
 
 def make_distributed_dataset(strategy, pairs, tokenizer, **kwargs):

@@ -9,14 +9,15 @@ in both files. Both are remembered in a small JSON record under `cache_dir`
 restart reads nothing before the first step; touching a file invalidates it.
 
 A *chunk* is `chunk_lines` consecutive line pairs (16384 by default, ~2-3 MB
-of text per side). `ParallelCorpus.dataset` reads chunks with a seek (a
-`tf.data.Dataset.from_generator` of chunk bytes; the rest is in graph):
+of text per side). `ParallelCorpus.dataset` reads chunks with a seek (a `tf.py_function` of the
+chunk index; the rest is in graph):
 split on "\\n", strip both sides (Python `str.strip` whitespace, as
 `text_files`), drop pairs with an empty side, and yield (source, target)
 tf.string scalars:
 
 * evaluation (`training=False`): the pairs in file order;
-* training: a seeded permutation of the chunks (a new one each pass),
+* training: a seeded permutation of the chunks (a new one each pass, by a
+  tf.data shuffle of the chunk indices, so it is saved with an iterator),
   `INTERLEAVE_CHUNKS` chunks interleaved line by line; the caller's shuffle
   buffer mixes further (`batching.make_dataset`);
 * with a `tf.distribute.InputContext`, input pipeline i reads only chunks
@@ -203,22 +204,29 @@ class ParallelCorpus(_Corpus):
     by_line = input_context is not None and len(ids) < input_context.num_input_pipelines
     if input_context is not None and not by_line:
       ids = ids[input_context.input_pipeline_id::input_context.num_input_pipelines]
-    rng = np.random.default_rng(seed)
-
-    def chunk_bytes():
-      order = rng.permutation(ids) if training else ids
-      for k in order:
-        src, tgt = self.read_chunk(self.chunks[k])
-        yield src, tgt, self.chunks[k][-1]
-
-    spec = (tf.TensorSpec([], tf.string), tf.TensorSpec([], tf.string), tf.TensorSpec([], tf.int64))
-    chunks = tf.data.Dataset.from_generator(chunk_bytes, output_signature=spec)
-    chunks = chunks.map(_chunk_pairs, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    chunks = tf.data.Dataset.from_tensor_slices(ids)
+    if training:  # a seeded new order every pass; its position is part of an iterator checkpoint
+      chunks = chunks.shuffle(len(ids), seed=seed, reshuffle_each_iteration=True)
+    chunks = chunks.map(self._read_chunk_in_graph, num_parallel_calls=tf.data.AUTOTUNE,
+                        deterministic=True)
     pairs = chunks.interleave(lambda src, tgt: tf.data.Dataset.from_tensor_slices((src, tgt)),
                               cycle_length=INTERLEAVE_CHUNKS if training else 1)
     if by_line:
       pairs = pairs.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
     return pairs
+
+  def _read_chunk_in_graph(self, k):
+    """Chunk index (int64 scalar tensor) -> (source lines [n], target lines [n]) tf.string,
+    stripped, pairs with an empty side dropped. The bytes are read with a seek in a
+    `tf.py_function`, a pure function of `k` while the files are unchanged (so an iterator
+    checkpoint that ignores its external state restores the same stream)."""
+    def read(k):
+      chunk = self.chunks[int(k)]
+      return (*self.read_chunk(chunk), chunk[-1])
+
+    src, tgt, lines = tf.py_function(read, [k], (tf.string, tf.string, tf.int64))
+    return _chunk_pairs(tf.ensure_shape(src, []), tf.ensure_shape(tgt, []),
+                        tf.ensure_shape(lines, []))
 
 
 def _chunk_pairs(src, tgt, lines):

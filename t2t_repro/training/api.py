@@ -82,7 +82,7 @@ def train(config):
     update = {"accum_steps": config.accum_steps, "batch_tokens": hp.batch_tokens,
               "replicas": strategy.num_replicas_in_sync, "mixed_precision": config.mixed_precision,
               "ema_decay": config.ema_decay}
-    preflight.check_update_settings(config, update)
+    update_changed = preflight.check_update_settings(config, update)
     tokenizer, vocab_path = preflight.prepare_vocab(config, problem, hp, staging,
                                                     init[1] if init else None)
     data_cache_dir = config.vocab_dir or preflight.staged_corpus_records(model_dir, staging)
@@ -102,7 +102,7 @@ def train(config):
     run_info = {"hparams": _overrides_description(config),
                 "vocab": os.path.join(model_dir, "vocab.model"), "restored": restored,
                 "init_from": None if restored or not init else init[0],
-                "flags": dataclasses.asdict(config)}
+                "flags": dataclasses.asdict(config), "update_changed": update_changed}
 
     def commit():
       if trainer.chief:

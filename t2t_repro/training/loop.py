@@ -30,17 +30,54 @@ AVERAGED_DIR = "averaged"
 EMA_DIR = "ema"
 
 
-def _distributed_data(trainer, pairs, tokenizer, training, seed,
-                      cache_mb=batching.DEFAULT_CACHE_MB):
-  """Training input (with subword sampling when hparams.subword_alpha > 0), or dev input
-  with every side cut to max_length tokens (see `_warn_long`)."""
+def _train_data(trainer, pairs, tokenizer, seed, cache_mb):
+  """This worker's training batches (with subword sampling when hparams.subword_alpha > 0):
+  a tf.data dataset whose iterator `Trainer.train_step` reads and checkpoints save."""
   hp = trainer.hparams
-  sampling = (tokenizer.sampling(hp.subword_nbest, hp.subword_alpha)
-              if training and hp.subword_alpha > 0 else None)
+  sampling = tokenizer.sampling(hp.subword_nbest, hp.subword_alpha) if hp.subword_alpha > 0 \
+      else None
+  return batching.make_dataset(
+      pairs, tokenizer, batch_tokens=hp.batch_tokens, max_length=hp.max_length, training=True,
+      seed=seed, input_context=trainer.input_context(), cache_mb=cache_mb,
+      sampling_tokenizer=sampling)
+
+
+def _dev_data(trainer, pairs, tokenizer):
+  """Dev batches, every side cut to max_length tokens (see `_warn_long`), distributed."""
+  hp = trainer.hparams
   return batching.make_distributed_dataset(
       trainer.strategy, pairs, tokenizer, batch_tokens=hp.batch_tokens, max_length=hp.max_length,
-      training=training, seed=seed, cache_mb=cache_mb,
-      truncate_length=None if training else hp.max_length, sampling_tokenizer=sampling)
+      training=False, truncate_length=hp.max_length)
+
+
+def _resume_input(trainer, config, run_info):
+  """Whether the training input continues from the restored checkpoint's position (the
+  uninterrupted run's batches) and the seed of its order; logs one warning line for what a
+  resume cannot make exact.
+
+  Returns:
+    (checkpoint path to restore the input position from, or None; shuffle seed).
+  """
+  restored = run_info.get("restored")
+  if not restored:
+    return None, config.seed
+  from t2t_repro.training.trainer import checkpoint_children  # pylint: disable=import-outside-toplevel
+  changed = run_info.get("update_changed") or []
+  reason = ("it was written before checkpoints held it" if "input" not in checkpoint_children(
+      restored) else "batch_tokens changed" if "batch_tokens" in changed
+            else "multi-worker runs do not save each worker's position"
+            if trainer.input_context().num_input_pipelines > 1 else None)
+  if reason:
+    logging.warning("resuming at step %d with a new input order (seed %d + step): the input "
+                    "position of %s is not restored (%s)", trainer.step, config.seed, restored,
+                    reason)
+    return None, config.seed + trainer.step
+  inexact = [k for k in changed if k in ("replicas", "accum_steps", "mixed_precision")]
+  if inexact or trainer.hparams.subword_alpha > 0:
+    logging.warning("resuming at step %d where the input stopped, but not as the uninterrupted run: "
+                    "%s", trainer.step, f"{', '.join(inexact)} changed" if inexact else
+                    "the subword sampling (subword_alpha) draws anew")
+  return restored, config.seed
 
 
 def _lengths(pairs, tokenizer):
@@ -70,8 +107,9 @@ def run(trainer, problem, tokenizer, config, *, data_cache_dir=None, before_trai
     trainer: a `Trainer` (restored or fresh).
     problem: a `data.problems.Problem` with train (and dev/test) splits.
     tokenizer: `data.vocab.Tokenizer` of the model dir.
-    config: the `TrainConfig`; this reads seed (shuffling, offset by the start step so
-      a resumed run sees a new order), save_checkpoints_steps/_secs,
+    config: the `TrainConfig`; this reads seed (shuffling; a resumed run continues the
+      input from the position saved in its checkpoint, see `_resume_input`),
+      save_checkpoints_steps/_secs,
       eval_every_steps, eval_at_start, dev_bleu_lines, log_every_steps,
       test_bleu_lines, train_minutes, cache_examples_mb, best_metric,
       early_stopping, min_improvement, average_last.
@@ -79,7 +117,8 @@ def run(trainer, problem, tokenizer, config, *, data_cache_dir=None, before_trai
     before_training: called once the data passed its checks, before the first
       write to the model dir (`training.api` writes the model dir's files there).
     run_info: dict for the startup block and TensorBoard: "hparams" (set + overrides),
-      "vocab" (path), "restored" (checkpoint path or None), "flags" (dict).
+      "vocab" (path), "restored" (checkpoint path or None), "flags" (dict),
+      "update_changed" (the update settings a resume changed, `preflight.check_update_settings`).
 
   Returns:
     A `TrainResult`.
@@ -109,10 +148,12 @@ def run(trainer, problem, tokenizer, config, *, data_cache_dir=None, before_trai
       rows = report.startup_rows(trainer, problem, tokenizer,
                                  report.split_sizes(problem, train, dev), run_info)
       print(logs.block("t2t_repro.train", rows), file=sys.stderr, flush=True)
+    restore_from, seed = _resume_input(trainer, config, run_info)
     iterator = logs.keep_until_exit(  # its destructor would wait for the prefetch threads
-        iter(_distributed_data(trainer, train, tokenizer, True, config.seed + trainer.step,
-                               config.cache_examples_mb)))
-    dev_data = _distributed_data(trainer, dev.pairs, tokenizer, False, None) if dev else None
+        iter(_train_data(trainer, train, tokenizer, seed, config.cache_examples_mb)))
+    if trainer.input_context().num_input_pipelines == 1:
+      trainer.attach_input(iterator, restore_from)
+    dev_data = _dev_data(trainer, dev.pairs, tokenizer) if dev else None
   with StopSignal() as stop:
     if before_training is not None:
       before_training()

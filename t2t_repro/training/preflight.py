@@ -124,18 +124,21 @@ def check_update_settings(config, update):
   """Refuses (or, with --allow_update_change, logs) a resume that changes how an update
   is formed: `UPDATE_SETTINGS` recorded in flags.json under "update".
 
+  Returns:
+    the names of the settings that differ (empty for a new run or an unchanged resume).
+
   Raises:
     cli.UsageError: a setting differs and --allow_update_change is not given.
   """
   model_dir = config.model_dir
   path = os.path.join(model_dir, "flags.json")
   if not os.path.exists(path):
-    return
+    return []
   with open(path, encoding="utf-8") as f:
     saved = json.load(f).get("update") or {}
   changed = [k for k in UPDATE_SETTINGS if k in saved and saved[k] != update[k]]
   if not changed:
-    return
+    return []
   diffs = ", ".join(f"{k}: saved {saved[k]!r} vs now {update[k]!r}" for k in changed)
   if not config.allow_update_change:
     raise cli.UsageError(f"--model_dir={model_dir} was trained with other update settings "
@@ -143,6 +146,7 @@ def check_update_settings(config, update):
                          "settings, or --allow_update_change to resume anyway")
   logging.warning("--allow_update_change: resuming %s with changed update settings: %s",
                   model_dir, diffs)
+  return changed
 
 
 def restore_checked(trainer, model_dir):

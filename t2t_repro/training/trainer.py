@@ -27,6 +27,12 @@ from t2t_repro.training.schedule import make_schedule
 SUM = tf.distribute.ReduceOp.SUM
 
 
+def checkpoint_children(path):
+  """The names of the top-level objects saved in checkpoint `path` ("model", "optimizer",
+  "dropout_seeds", "input", ...)."""
+  return {name.split("/")[0] for name, _ in tf.train.list_variables(path)}
+
+
 def make_strategy(distribution="auto", num_gpus=None):
   """Chooses the tf.distribute strategy.
 
@@ -159,7 +165,13 @@ class Trainer:
       self.optimizer = make_optimizer(hparams, mixed_precision, ema_decay)
       self.optimizer.build(self.model.trainable_variables)
     self.loss_scaling = isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer)
-    self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer)
+    # Dropout draws come from Keras seed generators, whose states are model variables that
+    # Keras leaves out of checkpoints; saving them lets a resumed run draw the same masks.
+    self._seed_states = [v for v in self.model.variables
+                         if v.path.endswith("seed_generator_state")]
+    self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer,
+                                          dropout_seeds=self._seed_states)
+    self.local_replicas = len(strategy.extended.worker_devices)
     # Non-chief workers of a multi-worker job must take part in saving (collectives), so
     # they write to a scratch folder outside model_dir that is deleted after each save.
     ckpt_dir = model_dir if self.chief else tempfile.mkdtemp(prefix="t2t_worker_ckpt_")
@@ -176,11 +188,48 @@ class Trainer:
     return int(self.optimizer.iterations.numpy())
 
   def restore(self):
-    """Restores the latest checkpoint of model_dir, if any. Returns its path or None."""
+    """Restores the latest checkpoint of model_dir, if any: weights, optimizer and the dropout
+    generators' states (checkpoints written before those were saved restore without them).
+    The input position is restored by `attach_input`. Returns the path or None.
+
+    Raises:
+      AssertionError, ValueError, tf.errors.OpError: the checkpoint holds another model.
+    """
     path = tf.train.latest_checkpoint(self.model_dir)
     if path:
-      self.checkpoint.restore(path).assert_existing_objects_matched()
+      tf.train.Checkpoint(model=self.model, optimizer=self.optimizer).restore(
+          path).assert_existing_objects_matched().expect_partial()
+      if "dropout_seeds" in checkpoint_children(path):
+        tf.train.Checkpoint(dropout_seeds=self._seed_states).read(
+            path).assert_existing_objects_matched().expect_partial()
     return path
+
+  def input_context(self):
+    """The `tf.distribute.InputContext` of this worker's training input: pipeline i of n
+    workers (the chief first, then the workers by index, as TensorFlow numbers them)."""
+    resolver = getattr(self.strategy, "cluster_resolver", None)
+    cluster = resolver.cluster_spec().as_dict() if resolver is not None and resolver.task_type \
+        else {}
+    workers = len(cluster.get("chief", [])) + len(cluster.get("worker", []))
+    if workers <= 1:
+      return tf.distribute.InputContext(1, 0, self.strategy.num_replicas_in_sync)
+    index = resolver.task_id + (resolver.task_type == "worker" and "chief" in cluster)
+    return tf.distribute.InputContext(workers, index, self.strategy.num_replicas_in_sync)
+
+  def attach_input(self, iterator, restore_from=None):
+    """Makes `iterator` (this worker's training batches, a tf.data iterator) part of every
+    checkpoint written from now on, and with `restore_from` (a checkpoint path that holds
+    one, see `checkpoint_children`) continues from the position saved there: the chunk
+    order, shuffle buffer, buckets and prefetched batches, so the batches that follow are
+    those an uninterrupted run would have read.
+
+    Raises:
+      AssertionError, tf.errors.OpError: the saved position is of another pipeline.
+    """
+    self.checkpoint.input = iterator
+    if restore_from:
+      tf.train.Checkpoint(input=iterator).read(restore_from).assert_existing_objects_matched() \
+          .expect_partial()
 
   def save(self):
     """Writes a checkpoint (the CheckpointManager writes the `checkpoint` index file last,
@@ -275,8 +324,15 @@ class Trainer:
 
     tf.distribute.get_replica_context().merge_call(cross_replica, args=(finite, grads))
 
+  def _next_per_replica(self, iterator):
+    """The next batch of every local replica: replica r of this worker gets the r-th of the
+    next `local_replicas` batches of its stream (as a distributed dataset deals them)."""
+    batches = [next(iterator) for _ in range(self.local_replicas)]
+    return self.strategy.experimental_distribute_values_from_function(
+        lambda ctx: batches[ctx.replica_id_in_sync_group % self.local_replicas])
+
   def _distributed_step(self, iterator):
-    batches = [next(iterator) for _ in range(self.accum_steps)]
+    batches = [self._next_per_replica(iterator) for _ in range(self.accum_steps)]
     sums, flags = self.strategy.run(self._replica_step, args=(batches,))
     sums = self.strategy.reduce(SUM, sums, axis=None)
     flags = self.strategy.experimental_local_results(flags)[0]  # identical on every replica
@@ -292,7 +348,9 @@ class Trainer:
   # ---- public API ----------------------------------------------------------------------
 
   def train_step(self, iterator):
-    """Runs one update from a distributed iterator.
+    """Runs one update from `iterator`, this worker's tf.data iterator of training batches
+    ({"inputs", "targets"} int32 [batch, length]): accum_steps x local_replicas of them,
+    micro-batch k of replica r being the (k * local_replicas + r)-th.
 
     Returns:
       dict of floats: loss (smoothed, per target token), nll (per target token),
