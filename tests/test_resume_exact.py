@@ -43,18 +43,21 @@ def test_5_then_7_updates_equal_12(multi30k_slice, tmp_path, extra):
   resumed = _train(multi30k_slice, tmp_path / "parts", STEPS, *extra)
   assert "resumed from" in resumed and "input position" not in resumed
   _assert_same_weights(tmp_path / "whole", tmp_path / "parts")
-  if not extra:  # kill -9 between checkpoints, then the same command again
-    killed = tmp_path / "killed"
-    proc = subprocess.Popen(train_command(multi30k_slice, killed, f"--train_steps={STEPS}",
-                                          "--eval_every_steps=0", "--save_checkpoints_steps=5"),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 300
-    while proc.poll() is None and not (tf.train.latest_checkpoint(str(killed)) or "").endswith(
-        "ckpt-5"):
-      assert time.monotonic() < deadline
-      time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    assert proc.wait() == -signal.SIGKILL
-    assert tf.train.latest_checkpoint(str(killed)).endswith("ckpt-5")
-    _train(multi30k_slice, killed, STEPS)
-    _assert_same_weights(tmp_path / "whole", killed)
+  # kill -9 between checkpoints (in memory) or SIGTERM, which saves the step it stops at
+  # (streamed), after ckpt-5; then the same command again
+  sig = signal.SIGTERM if extra else signal.SIGKILL
+  stopped = tmp_path / "stopped"
+  proc = subprocess.Popen(train_command(multi30k_slice, stopped, f"--train_steps={STEPS}",
+                                        "--eval_every_steps=0", "--save_checkpoints_steps=5",
+                                        *extra),
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  deadline = time.monotonic() + 300
+  while proc.poll() is None and not (tf.train.latest_checkpoint(str(stopped)) or "").endswith(
+      "ckpt-5"):
+    assert time.monotonic() < deadline
+    time.sleep(0.02)
+  proc.send_signal(sig)
+  assert proc.wait() == (0 if sig == signal.SIGTERM else -sig)
+  assert int(tf.train.latest_checkpoint(str(stopped)).rsplit("-", 1)[1]) < STEPS
+  _train(multi30k_slice, stopped, STEPS, *extra)
+  _assert_same_weights(tmp_path / "whole", stopped)
