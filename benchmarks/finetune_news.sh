@@ -20,25 +20,17 @@ test_src=$data/wmt14/newstest2014-full.en-de.en
 test_tgt=$data/wmt14/newstest2014-full.en-de.de
 cd "$here"
 mkdir -p "$work"
-timed() { uptime; /usr/bin/time -f "%C: %e s wall, %U s user + %S s system CPU" "$@"; }
-bleu() {  # model dir, name
-  head -n 1000 "$test_src" > "$work/$2.src"
-  head -n 1000 "$test_tgt" > "$work/$2.ref"
-  timed python -m t2t_repro.translate --model_dir="$1" --input_file="$work/$2.src" \
-    --output_file="$work/$2.hyp" --noprogress
-  echo "== $2 ($1)"
-  python -m t2t_repro.evaluate --hyp="$work/$2.hyp" --ref="$work/$2.ref" --tgt_lang=de | head -3
-}
+source benchmarks/lib.sh
 news_flags=(--problem=parallel_text --train_src="$news/newstest2011.en,$news/newstest2012.en"
   --train_tgt="$news/newstest2011.de,$news/newstest2012.de" --dev_src="$data/wmt14/newstest2013.en"
   --dev_tgt="$data/wmt14/newstest2013.de" --train_steps="$ft_steps"
   --save_checkpoints_steps="$ft_steps" --eval_every_steps="$ft_steps" --dev_bleu_lines=0
   --best_metric=none --seed=1 --mixed_precision="${MIXED_PRECISION:-none}")
-bleu "$source_dir" before_news
+bleu1000 "$source_dir" "$test_src" "$test_tgt" "$work/before_news"
 timed python -m t2t_repro.train --hparams="$source_dir/hparams.json" --model_dir="$work/finetuned" \
   --init_from="$source_dir" "${news_flags[@]}"
-bleu "$work/finetuned" finetuned_news
+bleu1000 "$work/finetuned" "$test_src" "$test_tgt" "$work/finetuned_news"
 timed python -m t2t_repro.train --hparams="$source_dir/hparams.json" --model_dir="$work/scratch" \
   "${news_flags[@]}"
-bleu "$work/scratch" scratch_news
+bleu1000 "$work/scratch" "$test_src" "$test_tgt" "$work/scratch_news"
 uptime

@@ -18,7 +18,7 @@ model_dir=${1:-$here/runs/multi30k}
 hparams=${HPARAMS:-multi30k_cpu_hour}
 average_last=${AVERAGE_LAST:-5}
 cd "$here"
-timed() { /usr/bin/time -f "%C: %e s wall, %U s user + %S s system CPU" "$@"; }
+source benchmarks/lib.sh
 uptime
 timed python -m t2t_repro.train --hparams="$hparams" --problem=translate_ende_multi30k \
   --data_dir="$data" --model_dir="$model_dir" --train_minutes="${TRAIN_MINUTES:-53}" \

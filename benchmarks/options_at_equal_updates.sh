@@ -21,15 +21,7 @@ steps=${STEPS:-3000}
 ft_steps=${FT_STEPS:-1000}
 cd "$here"
 mkdir -p "$work"
-timed() { uptime; /usr/bin/time -f "%C: %e s wall, %U s user + %S s system CPU" "$@"; }
-bleu() {  # model dir, source, reference, name
-  head -n 1000 "$2" > "$work/$4.src"
-  head -n 1000 "$3" > "$work/$4.ref"
-  timed python -m t2t_repro.translate --model_dir="$1" --input_file="$work/$4.src" \
-    --output_file="$work/$4.hyp" --noprogress
-  echo "== $4 ($1)"
-  python -m t2t_repro.evaluate --hyp="$work/$4.hyp" --ref="$work/$4.ref" --tgt_lang=de | head -3
-}
+source benchmarks/lib.sh
 m30k() {  # name, extra train flags
   local name=$1; shift
   timed python -m t2t_repro.train --hparams="$hparams" --problem=translate_ende_multi30k \
@@ -38,8 +30,8 @@ m30k() {  # name, extra train flags
     --ema_decay=0.999 --eval_every_steps=$((steps / 5)) --dev_bleu_lines=0 --best_metric=none \
     --seed=1 "$@"
   for variant in "" averaged ema; do
-    bleu "$work/$name/$variant" "$data/multi30k/test_2016_flickr.en" \
-      "$data/multi30k/test_2016_flickr.de" "$name${variant:+_$variant}_flickr"
+    bleu1000 "$work/$name/$variant" "$data/multi30k/test_2016_flickr.en" \
+      "$data/multi30k/test_2016_flickr.de" "$work/$name${variant:+_$variant}_flickr"
   done
 }
 m30k sinusoid
