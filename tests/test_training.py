@@ -309,3 +309,21 @@ def test_keras_private_hook_is_present_and_pinned(monkeypatch):
   with pytest.raises(RuntimeError, match=r"has no _all_reduce_sum_gradients .* summed gradients "
                                          r"again\. This project supports keras>=3\.10,<3\.16"):
     trainer_lib.make_optimizer(get_hparams("tiny"))
+
+
+def test_attach_input_continues_the_saved_position_or_refuses_another_pipeline(tmp_path):
+  hp = get_hparams("tiny", "vocab_size=40")
+  numbers = lambda: tf.data.Dataset.range(100).shuffle(100, seed=3)
+  first = Trainer(hp, make_strategy("one_device"), str(tmp_path))
+  iterator = iter(numbers())
+  first.attach_input(iterator)
+  head = [int(next(iterator)) for _ in range(7)]
+  path = first.save()
+  rest = [int(next(iterator)) for _ in range(20)]
+  second = Trainer(hp, make_strategy("one_device"), str(tmp_path))
+  again = iter(numbers())
+  second.attach_input(again, path)
+  assert [int(next(again)) for _ in range(20)] == rest
+  other = iter(numbers().map(lambda x: x + 1))
+  with pytest.raises(ValueError, match="not of this input pipeline"):
+    second.attach_input(other, path)

@@ -50,34 +50,58 @@ def _dev_data(trainer, pairs, tokenizer):
       training=False, truncate_length=hp.max_length)
 
 
-def _resume_input(trainer, config, run_info):
-  """Whether the training input continues from the restored checkpoint's position (the
-  uninterrupted run's batches) and the seed of its order; logs one warning line for what a
-  resume cannot make exact.
+def _new_order(trainer, config, restored, reason):
+  """Logs the one warning line of a resume whose input restarts; returns its seed (seed + step)."""
+  logging.warning("resuming at step %d with a new input order (seed %d + step): the input "
+                  "position of %s is not restored (%s)", trainer.step, config.seed, restored,
+                  reason)
+  return config.seed + trainer.step
 
-  Returns:
-    (checkpoint path to restore the input position from, or None; shuffle seed).
-  """
+
+def _train_iterator(trainer, train, tokenizer, config, run_info):
+  """The training input's iterator, attached to the trainer's checkpoints. A fresh run starts
+  at config.seed; a resume continues from the restored checkpoint's input position (the
+  uninterrupted run's batches) when it can, and otherwise starts a new order (seed + step).
+  Each case a resume cannot make exact is one warning line."""
   restored = run_info.get("restored")
-  if not restored:
-    return None, config.seed
-  from t2t_repro.training.trainer import checkpoint_children  # pylint: disable=import-outside-toplevel
+  single = trainer.input_context().num_input_pipelines == 1
   changed = run_info.get("update_changed") or []
-  reason = ("it was written before checkpoints held it" if "input" not in checkpoint_children(
-      restored) else "batch_tokens changed" if "batch_tokens" in changed
-            else "multi-worker runs do not save each worker's position"
-            if trainer.input_context().num_input_pipelines > 1 else None)
-  if reason:
-    logging.warning("resuming at step %d with a new input order (seed %d + step): the input "
-                    "position of %s is not restored (%s)", trainer.step, config.seed, restored,
-                    reason)
-    return None, config.seed + trainer.step
+  seed, restore_from = config.seed, None
+  if restored:
+    from t2t_repro.training.trainer import checkpoint_children  # pylint: disable=import-outside-toplevel
+    if not single:
+      seed = _new_order(trainer, config, restored, "a multi-worker run does not save each "
+                        "worker's position")
+    elif "input" not in checkpoint_children(restored):
+      seed = _new_order(trainer, config, restored, "it was written before checkpoints held it")
+    elif "batch_tokens" in changed:
+      seed = _new_order(trainer, config, restored, "batch_tokens changed")
+    else:
+      restore_from = restored
+
+  def make(seed):
+    return logs.keep_until_exit(  # its destructor would wait for the prefetch threads
+        iter(_train_data(trainer, train, tokenizer, seed, config.cache_examples_mb)))
+
+  iterator = make(seed)
+  if not single:
+    return iterator
+  if restore_from:
+    try:
+      trainer.attach_input(iterator, restore_from)
+    except ValueError:
+      seed = _new_order(trainer, config, restored, "it is the position of another input "
+                        "pipeline: other training data, --cache_examples_mb or hparams")
+      iterator = make(seed)
+      restore_from = None
   inexact = [k for k in changed if k in ("replicas", "accum_steps", "mixed_precision")]
-  if inexact or trainer.hparams.subword_alpha > 0:
+  if restore_from and (inexact or trainer.hparams.subword_alpha > 0):
     logging.warning("resuming at step %d where the input stopped, but not as the uninterrupted run: "
                     "%s", trainer.step, f"{', '.join(inexact)} changed" if inexact else
                     "the subword sampling (subword_alpha) draws anew")
-  return restored, config.seed
+  if not restore_from:
+    trainer.attach_input(iterator)
+  return iterator
 
 
 def _lengths(pairs, tokenizer):
@@ -108,7 +132,7 @@ def run(trainer, problem, tokenizer, config, *, data_cache_dir=None, before_trai
     problem: a `data.problems.Problem` with train (and dev/test) splits.
     tokenizer: `data.vocab.Tokenizer` of the model dir.
     config: the `TrainConfig`; this reads seed (shuffling; a resumed run continues the
-      input from the position saved in its checkpoint, see `_resume_input`),
+      input from the position saved in its checkpoint, see `_train_iterator`),
       save_checkpoints_steps/_secs,
       eval_every_steps, eval_at_start, dev_bleu_lines, log_every_steps,
       test_bleu_lines, train_minutes, cache_examples_mb, best_metric,
@@ -148,11 +172,7 @@ def run(trainer, problem, tokenizer, config, *, data_cache_dir=None, before_trai
       rows = report.startup_rows(trainer, problem, tokenizer,
                                  report.split_sizes(problem, train, dev), run_info)
       print(logs.block("t2t_repro.train", rows), file=sys.stderr, flush=True)
-    restore_from, seed = _resume_input(trainer, config, run_info)
-    iterator = logs.keep_until_exit(  # its destructor would wait for the prefetch threads
-        iter(_train_data(trainer, train, tokenizer, seed, config.cache_examples_mb)))
-    if trainer.input_context().num_input_pipelines == 1:
-      trainer.attach_input(iterator, restore_from)
+    iterator = _train_iterator(trainer, train, tokenizer, config, run_info)
     dev_data = _dev_data(trainer, dev.pairs, tokenizer) if dev else None
   with StopSignal() as stop:
     if before_training is not None:

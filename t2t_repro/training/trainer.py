@@ -10,6 +10,7 @@ same however the batch is split (tested: 2 replicas = 1 replica, accum k x b = 1
 """
 
 import contextlib
+import gc
 import os
 import shutil
 import tempfile
@@ -224,12 +225,27 @@ class Trainer:
     those an uninterrupted run would have read.
 
     Raises:
-      AssertionError, tf.errors.OpError: the saved position is of another pipeline.
+      ValueError: the saved position is of another pipeline (other data, cache or
+        hparams); `iterator` is then unusable and nothing is attached.
     """
-    self.checkpoint.input = iterator
     if restore_from:
-      tf.train.Checkpoint(input=iterator).read(restore_from).assert_existing_objects_matched() \
-          .expect_partial()
+      logger = tf.get_logger()
+      level = logger.level
+      logger.setLevel("ERROR")  # a failed read warns of every unrestored value when collected
+      failed = None
+      try:
+        try:
+          tf.train.Checkpoint(input=iterator).read(restore_from) \
+              .assert_existing_objects_matched().expect_partial()
+        except (AssertionError, tf.errors.OpError) as e:
+          failed = str(e).strip().splitlines()[0][:200]
+        gc.collect()
+      finally:
+        logger.setLevel(level)
+      if failed:
+        raise ValueError(f"the input position saved in {restore_from} is not of this input "
+                         f"pipeline ({failed})")
+    self.checkpoint.input = iterator
 
   def save(self):
     """Writes a checkpoint (the CheckpointManager writes the `checkpoint` index file last,
