@@ -1,11 +1,11 @@
 """BLEU of one model decoded by CTranslate2 (its length^alpha penalty) next to ours (GNMT).
 
-Converts `--model_dir` with `t2t_repro.export_ctranslate2` (float32 and, with
+Converts `--model_dir` with `t2t_repro.serving.ctranslate2` (float32 and, with
 `--quantization`, also that type) into a temporary folder, translates `--input_file`
 with CTranslate2's beam search (beam and alpha of the model's hparams unless given,
 max_decoding_length = the batch's longest source + decode_extra_length, batches of
 `--batch_size` sentences in input order) and scores every output against `--ref`
-with `t2t_repro.evaluate.score` (sacreBLEU). Our own decoder's BLEU is
+with `t2t_repro.evaluation.score` (sacreBLEU). Our own decoder's BLEU is
 `python -m t2t_repro.translate ... --evaluate` on the same model dir.
 
   python benchmarks/ctranslate2_bleu.py --model_dir=runs/m30k_b \
@@ -48,15 +48,15 @@ def main(argv=None):
   parser.add_argument("--threads", type=int, default=2)
   args = parser.parse_args(argv)
 
-  from t2t_repro import evaluate  # pylint: disable=import-outside-toplevel
-  from t2t_repro.export_ctranslate2 import export_ctranslate2  # pylint: disable=import-outside-toplevel
+  from t2t_repro import evaluation, fileio  # pylint: disable=import-outside-toplevel
+  from t2t_repro.serving.ctranslate2 import export_ctranslate2  # pylint: disable=import-outside-toplevel
   from t2t_repro.hparams import HParams  # pylint: disable=import-outside-toplevel
   import json  # pylint: disable=import-outside-toplevel
   with open(os.path.join(args.model_dir, "hparams.json"), encoding="utf-8") as f:
     hparams = HParams.from_dict(json.load(f))
   beam = args.beam_size or hparams.beam_size
   alpha = hparams.alpha if args.alpha is None else args.alpha
-  lines, refs = evaluate.read_lines(args.input_file), evaluate.read_lines(args.ref)
+  lines, refs = fileio.read_lines(args.input_file), fileio.read_lines(args.ref)
   with tempfile.TemporaryDirectory(prefix="t2t_ct2_") as tmp:
     for quantization in [None] + ([args.quantization] if args.quantization else []):
       out = os.path.join(tmp, quantization or "float32")
@@ -65,10 +65,10 @@ def main(argv=None):
       hyps = translate_file(out, lines, beam, alpha, hparams.decode_extra_length,
                             threads=args.threads)
       wall = time.perf_counter() - start
-      scores = evaluate.score(hyps, [refs])
+      scores = evaluation.score(hyps, [refs])
       print(f"CTranslate2 {quantization or 'float32'} (beam {beam}, length_penalty {alpha}, "
             f"{len(lines)} lines, {wall:.1f} s):")
-      print(evaluate.format_scores(scores), flush=True)
+      print(evaluation.format_scores(scores), flush=True)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ that peak RSS is per mode and TF_ENABLE_ONEDNN_OPTS is applied at import):
               at every step, O(T^2)); on the first `--uncached_lines` lines only,
               since it is much slower; `cached` is also timed on that subset so
               the speed-up is on identical sentences
-  savedmodel  `t2t_repro.export.export_model` written to a temporary folder, then
+  savedmodel  `t2t_repro.serving.saved_model.export_model` written to a temporary folder, then
               `tf.saved_model.load(...).signatures["translate_ids"]` (ids in,
               ids out; the same search graph as the text `serving_default`)
 
@@ -187,8 +187,8 @@ def _run_child(mode, model_dir, input_file, lines, uncached_lines, batch_tokens,
 
 def _export(model_dir, export_dir, mode):
   """Writes the SavedModel (mode "savedmodel") or a CTranslate2 dir into export_dir."""
-  from t2t_repro.export import export_model  # pylint: disable=import-outside-toplevel
-  from t2t_repro.export_ctranslate2 import export_ctranslate2  # pylint: disable=import-outside-toplevel
+  from t2t_repro.serving.saved_model import export_model  # pylint: disable=import-outside-toplevel
+  from t2t_repro.serving.ctranslate2 import export_ctranslate2  # pylint: disable=import-outside-toplevel
   start = time.perf_counter()
   if mode in CT2_QUANTIZATION:
     export_ctranslate2(model_dir, os.path.join(export_dir, mode),

@@ -4,7 +4,7 @@ Decodes `val` (the dev split, 1,014 lines) with every beam size x alpha given, k
 setting with the best cased sacreBLEU on val (the best lowercased Moses-tokenized BLEU for a
 model trained with `lowercase=true`, whose output is lowercase), then decodes test_2016_flickr,
 test_2017_flickr and test_2017_mscoco once each with it. Every score is
-`t2t_repro.evaluate.score`'s: cased sacreBLEU (13a, the primary score), chrF, and the
+`t2t_repro.evaluation.score`'s: cased sacreBLEU (13a, the primary score), chrF, and the
 lowercased Moses-tokenized BLEU the Multi30k papers print. Each row also has the wall and
 process CPU seconds of its decoding and the 1-minute load average.
 
@@ -24,7 +24,7 @@ _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, _REPO)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's start-up lines off stderr
 
-from t2t_repro import evaluate  # noqa: E402  pylint: disable=wrong-import-position
+from t2t_repro import evaluation  # noqa: E402  pylint: disable=wrong-import-position
 from t2t_repro import fileio  # noqa: E402  pylint: disable=wrong-import-position
 from t2t_repro.decoding.config import DecodeConfig  # noqa: E402  pylint: disable=wrong-import-position
 from t2t_repro.decoding.loading import load_models, split_names  # noqa: E402  pylint: disable=wrong-import-position
@@ -40,7 +40,7 @@ def decode_and_score(loaded, src, ref, beam_size, alpha):
   wall, cpu = time.time(), time.process_time()
   hyps = Translator(loaded.model, loaded.tokenizer, config).translate(lines)
   wall, cpu = time.time() - wall, time.process_time() - cpu
-  scores = evaluate.score(hyps, [fileio.read_lines(ref)])
+  scores = evaluation.score(hyps, [fileio.read_lines(ref)])
   return {"beam_size": beam_size, "alpha": alpha, "sacrebleu": round(scores["sacrebleu"], 2),
           "bleu_lc_tok": round(scores["bleu_lc_tok"], 2), "chrf": round(scores["chrf"], 2),
           "lines": len(lines), "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),

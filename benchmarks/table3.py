@@ -213,7 +213,7 @@ def _sha256(path):
 
 def run_row(row, seed, args):
   """Trains, validates and decodes one row; returns its result object."""
-  from t2t_repro import evaluate  # pylint: disable=import-outside-toplevel
+  from t2t_repro import evaluation  # pylint: disable=import-outside-toplevel
   model_dir, (train, validate, translate) = commands(row, seed, args)
   if os.path.exists(model_dir):  # a half-finished row from an interrupted sitting resumes
     print(f"{row.name} seed {seed}: resuming {model_dir}", flush=True)
@@ -234,7 +234,7 @@ def run_row(row, seed, args):
     hyps = f.read().split("\n")[:-1]
   with open(os.path.join(args.data_dir, "multi30k", "val.de"), encoding="utf-8") as f:
     refs = f.read().split("\n")[:-1]
-  scores = evaluate.score(hyps, [refs], tgt_lang="de")
+  scores = evaluation.score(hyps, [refs], tgt_lang="de")
   return {
       "row": row.name, "group": row.group, "seed": seed, "settings": settings(args),
       "hparams": scaled_hparams(row, args.factor), "paper_hparams": paper_hparams(row),

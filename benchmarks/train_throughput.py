@@ -191,7 +191,7 @@ def real_batches(size, model_dir, data_dir, count):
 
   Raises:
     tf.errors.NotFoundError: no vocab.model in model_dir (names the path).
-    text_files.MissingDataError: no Multi30k train files under data_dir (names them).
+    errors.MissingDataError: no Multi30k train files under data_dir (names them).
   """
   from t2t_repro.data import batching, problems  # pylint: disable=import-outside-toplevel
   from t2t_repro.data.vocab import Tokenizer  # pylint: disable=import-outside-toplevel

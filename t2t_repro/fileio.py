@@ -12,17 +12,7 @@ import json
 import os
 import sys
 
-
-class DataError(ValueError):
-  """Invalid or missing data; the message names the files involved."""
-
-
-class MissingDataError(DataError, FileNotFoundError):
-  """A file or a split that is needed does not exist (also a FileNotFoundError)."""
-
-
-class EncodingError(DataError):
-  """A file is not valid UTF-8."""
+from t2t_repro.errors import EncodingError, MissingDataError
 
 
 def decode_lines(data, path="<bytes>", first_line=1):

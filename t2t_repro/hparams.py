@@ -20,10 +20,12 @@ import json
 import os
 from importlib import resources
 
+from t2t_repro import errors
+
 _CONFIG_PACKAGE = "t2t_repro.configs"
 
 
-class HParamsError(ValueError):
+class HParamsError(errors.UsageError):
   """An unknown hparam set, key or value, or a value out of range (a usage error: the
   message names --hparams / --hparams_override or the file)."""
 

@@ -1,6 +1,6 @@
 """What the commands print: quiet TensorFlow, progress, startup and closing blocks.
 
-`t2t_repro.launch` calls `setup()` for every command before the command, and so
+`t2t_repro.commands.launch` calls `setup()` for every command before the command, and so
 TensorFlow, is imported (never on import as a library). It silences what is not the
 user's business and gives every line one plain format:
 

@@ -32,7 +32,7 @@ def line_batches(fd, buffer_size, wait_seconds, path="<stdin>"):
     yielded at end of file.
 
   Raises:
-    fileio.EncodingError: invalid UTF-8 or a NUL byte, naming `path` and the line.
+    errors.EncodingError: invalid UTF-8 or a NUL byte, naming `path` and the line.
   """
   batch, pending, lines_read, at_end = [], b"", 0, False
   while not at_end:

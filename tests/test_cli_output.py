@@ -112,7 +112,7 @@ def test_help_lists_every_problem_and_hparam_set():
 def test_plot_attention_help_is_quiet_and_lazy():
   result = _run([tool_path("plot_attention"), "--help"])
   assert "--model_dir" in result.stdout and result.stderr == ""
-  lazy = _run(["-c", "import sys; import t2t_repro.plot_attention; "
+  lazy = _run(["-c", "import sys; import t2t_repro.commands.plot_attention; "
                      "print('tensorflow' in sys.modules, 'matplotlib' in sys.modules)"])
   assert lazy.stdout.split() == ["False", "False"], lazy.stderr[-2000:]
 
@@ -179,7 +179,8 @@ def test_averaging_a_short_run_says_what_to_do(trained_run, tmp_path):
   """README flow on a model dir with fewer checkpoints than the set averages (tiny: 5)."""
   result = _run([tool_path("average_checkpoints"), f"--model_dir={trained_run.model_dir}",
                  f"--output_dir={tmp_path / 'avg'}"])
-  assert result.returncode == 1
+  assert result.returncode == 2  # a usage error: --num_last
+  assert result.stderr.startswith("average: error: ") and result.stderr.count("\n") == 1
   assert "lists 3 checkpoints, fewer than --num_last=5" in result.stderr
   assert "average those with --num_last=3" in result.stderr
   assert not os.path.exists(tmp_path / "avg")
@@ -203,7 +204,7 @@ def test_finish_does_not_wait_for_a_child_holding_stderr():
 def test_error_line_survives_a_saturated_cpu():
   """The one-line error written just before `logs.finish` reaches stderr every time, even when
   the filter's reader thread is starved (40 runs, 8 at a time, beside 2 busy processes)."""
-  # What `cli.run` does on a user error (its imports, absl and numpy, would only slow the test).
+  # What `runner.run` and `launch` do on a user error (its imports, absl and numpy, would only slow the test).
   script = ("import sys\n"
             "from t2t_repro import logs\n"
             "logs.setup(['cmd'])\n"
@@ -233,12 +234,12 @@ def test_log_records_are_plain_lines():
   script = ("from t2t_repro import logs\n"
             "logs.setup()\n"
             "from absl import logging\n"
-            "from t2t_repro import cli\n"
+            "from t2t_repro.commands import runner\n"
             "def main(argv):\n"
             "  logging.info('starting at step %d', 0)\n"
             "  logging.warning('only %d checkpoints', 3)\n"
             "  logging.debug('hidden')\n"
-            "cli.run(main, 'cmd')\n")
+            "runner.run(main, 'cmd')\n")
   plain = _run(["-c", script])
   assert plain.returncode == 0 and plain.stderr == "starting at step 0\nWARNING: only 3 checkpoints\n"
   verbose = _run(["-c", script, "-v", "1"])

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from t2t_repro import errors
 from t2t_repro.data import batching, corpus, problems, text_files, vocab
 
 EDGE_FILES = {  # name: bytes, covering every rule of text_files.read_lines
@@ -46,9 +47,9 @@ def test_scan_counts_lines_and_marks_line_starts_like_read_lines(tmp_path, name,
 def test_scan_encoding_error_is_read_lines_error(tmp_path, block_bytes):
   data = "zeile eins\nzwei ä\n".encode() * 3 + b"drei \xff vier\nf\xc3\xbcnf\n"
   path = _write(tmp_path / "bad.de", data)
-  with pytest.raises(text_files.EncodingError) as expected:
+  with pytest.raises(errors.EncodingError) as expected:
     text_files.read_lines(path)
-  with pytest.raises(text_files.EncodingError) as got:
+  with pytest.raises(errors.EncodingError) as got:
     text_files.scan_lines(path, 4, block_bytes)
   assert str(got.value) == str(expected.value)
   offset = data.index(b"\xff")
@@ -57,7 +58,7 @@ def test_scan_encoding_error_is_read_lines_error(tmp_path, block_bytes):
 
 def test_scan_truncated_character_at_end_is_an_error(tmp_path):
   path = _write(tmp_path / "cut.en", "ok\nnot ok €".encode()[:-1])
-  with pytest.raises(text_files.EncodingError, match=r"cut.en:2: invalid UTF-8"):
+  with pytest.raises(errors.EncodingError, match=r"cut.en:2: invalid UTF-8"):
     text_files.scan_lines(path, 4, 4)
 
 
@@ -67,7 +68,7 @@ def test_index_errors_name_files_lines_and_counts(tmp_path):
   with pytest.raises(text_files.LineCountError) as e:
     corpus.ParallelCorpus([(src, tgt)])
   assert f"{src} has 3 lines but {tgt} has 2 lines" in str(e.value)
-  with pytest.raises(text_files.MissingDataError, match="nope.de: file does not exist"):
+  with pytest.raises(errors.MissingDataError, match="nope.de: file does not exist"):
     corpus.ParallelCorpus([(src, str(tmp_path / "nope.de"))])
 
 
@@ -256,7 +257,7 @@ def test_sharded_split_from_globs_and_comma_lists(tmp_path):
   with pytest.raises(ValueError, match=r"names 3 files but --train_tgt=.* names 2"):
     problems.get_problem("parallel_text", train_src=str(tmp_path / "shard-*.src"),
                          train_tgt=",".join(tgt for _, tgt in files[:2]))
-  with pytest.raises(text_files.MissingDataError, match="nothing-\\*.src"):
+  with pytest.raises(errors.MissingDataError, match="nothing-\\*.src"):
     problems.get_problem("parallel_text", train_src=str(tmp_path / "nothing-*.src"),
                          train_tgt=files[0][1]).corpus("train")
 

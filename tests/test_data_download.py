@@ -80,7 +80,7 @@ def test_wmt_download_rebuilds_the_local_layout(name, mirror, shared_data_dir, t
 
 def test_multi30k_download_command(mirror, shared_data_dir, tmp_path):
   result = subprocess.run(
-      [sys.executable, "-m", "t2t_repro.data.download", "translate_ende_multi30k",
+      [sys.executable, "-m", "t2t_repro.download", "translate_ende_multi30k",
        f"--data_dir={tmp_path}", f"--source_url_base={mirror}"],
       cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, check=False)
   assert result.returncode == 0, result.stderr

@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from t2t_repro.data import problems, text_files
-from t2t_repro.data.text_files import MissingDataError
+from t2t_repro.errors import MissingDataError
 
 
 def test_registry():
@@ -61,7 +61,7 @@ def test_missing_file_names_path_and_download_command(tmp_path):
     problem.text_pairs("dev")
   message = str(e.value)
   assert os.path.join(str(tmp_path), "wmt14/newstest2013.en") in message
-  assert f"python -m t2t_repro.data.download translate_ende_wmt_news --data_dir={tmp_path}" in message
+  assert f"python -m t2t_repro.download translate_ende_wmt_news --data_dir={tmp_path}" in message
 
 
 def _wmt14_dir(tmp_path, shared_data_dir):
@@ -94,7 +94,7 @@ def test_wmt14_without_train_text_names_local_files_and_tfds(tmp_path, shared_da
   message = str(e.value)
   assert os.path.join(data_dir, "wmt14/train.en-de.en") in message
   assert "wmt14_translate/de-en" in message and os.path.join(data_dir, "tfds") in message
-  assert "python -m t2t_repro.data.download translate_ende_wmt14" in message
+  assert "python -m t2t_repro.download translate_ende_wmt14" in message
 
 
 def test_parallel_text_files_and_errors(tmp_path, shared_data_dir):

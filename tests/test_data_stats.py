@@ -1,4 +1,4 @@
-"""Tests for `python -m t2t_repro.data.stats` (the command end to end, on real files)."""
+"""Tests for `python -m t2t_repro.stats` (the command end to end, on real files)."""
 
 import os
 import re
@@ -11,7 +11,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def test_stats_command_on_parallel_text(shared_data_dir, tmp_path):
   news = os.path.join(shared_data_dir, "wmt_news_other_years")
   result = subprocess.run(
-      [sys.executable, "-m", "t2t_repro.data.stats", "--problem=parallel_text",
+      [sys.executable, "-m", "t2t_repro.stats", "--problem=parallel_text",
        f"--train_src={news}/newstest2016.en", f"--train_tgt={news}/newstest2016.de",
        f"--dev_src={news}/newstest2015.en", f"--dev_tgt={news}/newstest2015.de",
        "--vocab_size=1000", f"--vocab_dir={tmp_path}", "--batch_tokens=2048",

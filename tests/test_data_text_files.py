@@ -4,6 +4,7 @@ import os
 
 import pytest
 
+from t2t_repro import errors
 from t2t_repro import fileio
 from t2t_repro.data import text_files
 
@@ -50,13 +51,13 @@ def test_invalid_utf8_names_file_and_line(tmp_path, real_lines):
   data = "".join(line + "\n" for line in de).encode("utf-8").split(b"\n")
   data[6] = data[6][:10] + b"\xff" + data[6][10:]  # line 7
   tgt.write_bytes(b"\n".join(data))
-  with pytest.raises(text_files.EncodingError, match=rf"{tgt}:7: invalid UTF-8 \(byte 0xff"):
+  with pytest.raises(errors.EncodingError, match=rf"{tgt}:7: invalid UTF-8 \(byte 0xff"):
     text_files.read_parallel(src, str(tgt))
 
 
 def test_missing_file_is_named(tmp_path, real_lines):
   src = _write(tmp_path / "a.en", real_lines[0])
-  with pytest.raises(text_files.MissingDataError, match=str(tmp_path / "nope.de")):
+  with pytest.raises(errors.MissingDataError, match=str(tmp_path / "nope.de")):
     text_files.read_parallel(src, str(tmp_path / "nope.de"))
 
 
@@ -104,21 +105,21 @@ def test_lone_carriage_return_does_not_split(tmp_path):
 def test_nul_byte_is_an_error_naming_the_line(tmp_path):
   path = tmp_path / "f.txt"
   path.write_bytes("one\ntwo\n".encode("utf-16-le"))  # valid UTF-8 bytes, every other one NUL
-  with pytest.raises(text_files.EncodingError, match=r"f\.txt:1: NUL byte at byte offset 1"):
+  with pytest.raises(errors.EncodingError, match=r"f\.txt:1: NUL byte at byte offset 1"):
     text_files.read_lines(str(path))
-  with pytest.raises(text_files.EncodingError, match=r"<stdin>:2: NUL"):
+  with pytest.raises(errors.EncodingError, match=r"<stdin>:2: NUL"):
     fileio.decode_lines(b"a\nb\0\n", "<stdin>")
 
 
 def test_directory_is_named(tmp_path):
-  with pytest.raises(text_files.MissingDataError, match="is a directory"):
+  with pytest.raises(errors.MissingDataError, match="is a directory"):
     text_files.read_lines(str(tmp_path))
 
 
 def test_every_input_path_has_the_same_rules(tmp_path):
   """Training (streamed), dev, translate, evaluate and parse read text with one set of rules:
   a NUL byte is an error naming the file and line; Unicode whitespace is stripped alike."""
-  from t2t_repro import evaluate  # pylint: disable=import-outside-toplevel
+  from t2t_repro import evaluation  # pylint: disable=import-outside-toplevel
   from t2t_repro.data import corpus, problems  # pylint: disable=import-outside-toplevel
   from t2t_repro.parsing import pipeline, treebank  # pylint: disable=import-outside-toplevel
   good = _write(tmp_path / "good.txt", ["a b", "c d", "e f"])
@@ -132,12 +133,12 @@ def test_every_input_path_has_the_same_rules(tmp_path):
       "training, one block at a time": lambda: text_files.scan_lines(nul, 2, block_bytes=3),
       "dev": lambda: problem.text_pairs("dev"),
       "translate": lambda: fileio.read_lines(nul),
-      "evaluate": lambda: evaluate.score_files(good, [nul]),
+      "evaluate": lambda: evaluation.score_files(good, [nul]),
       "parse": lambda: treebank.read_tree_lines(nul),
       "parse (delinearize)": lambda: pipeline.delinearize_files(good, nul, str(tmp_path / "o")),
   }
   for name, read in readers.items():
-    with pytest.raises(text_files.EncodingError, match=r"nul\.txt:2: NUL byte at byte offset 6"):
+    with pytest.raises(errors.EncodingError, match=r"nul\.txt:2: NUL byte at byte offset 6"):
       read()
       pytest.fail(name)
 

@@ -8,7 +8,7 @@ import pytest
 import sentencepiece as spm
 import tensorflow as tf
 
-from t2t_repro import fileio
+from t2t_repro import errors
 from t2t_repro.data import corpus, problems, text_files, vocab
 
 TRAIN_YEARS = (2015, 2016, 2017, 2018)
@@ -155,11 +155,11 @@ def test_decode_handles_int64_and_all_pad(tokenizer):
 
 def test_too_long_sentences_are_skipped_and_all_too_long_is_a_data_error(tmp_path):
   long = "x" * (vocab.MAX_SENTENCE_BYTES - 1) + "é"  # one byte over the limit in UTF-8
-  with pytest.raises(fileio.DataError,
+  with pytest.raises(errors.DataError,
                      match=f"^no sentence to learn the BPE vocabulary from: all 3 sentences are "
                            f"longer than {vocab.MAX_SENTENCE_BYTES} bytes"):
     vocab.learn_vocab([long] * 3, 20, str(tmp_path / "x"))
-  with pytest.raises(fileio.DataError, match="the text is empty"):
+  with pytest.raises(errors.DataError, match="the text is empty"):
     vocab.learn_vocab(["", ""], 20, str(tmp_path / "x"))
   assert not os.path.exists(tmp_path / "x.model")
   # The long sentence is left out: its "é" is not a piece of the learned model.

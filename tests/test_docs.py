@@ -120,3 +120,17 @@ def test_every_table_row_names_what_its_files_hold(modules):
         assert any(os.path.exists(os.path.join(_REPO, f, token)) for f in folders), (token, row)
       elif _IDENTIFIER_RE.match(token):
         assert token in names, f"docs/DESIGN.md: `{token}` is not in {paths} (row: {what[:60]}...)"
+
+
+def test_readme_lines_fit_120_columns_outside_code():
+  """README.md reads on a terminal and in a diff: no line over 120 characters outside
+  code blocks (indented or fenced) and no table cell with a paragraph in it."""
+  with open(os.path.join(_REPO, "README.md"), encoding="utf-8") as f:
+    lines = f.read().splitlines()
+  fenced, long_lines = False, []
+  for number, line in enumerate(lines, 1):
+    if line.startswith("```"):
+      fenced = not fenced
+    elif not fenced and not line.startswith("    ") and len(line) > 120:
+      long_lines.append(f"README.md:{number}: {len(line)} characters")
+  assert not long_lines

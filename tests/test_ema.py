@@ -6,6 +6,7 @@ import os
 import numpy as np
 import pytest
 
+from t2t_repro import errors
 from t2t_repro.decoding.loading import load_for_inference
 from t2t_repro.training.api import train
 from t2t_repro.training.config import TrainConfig
@@ -45,11 +46,10 @@ def test_ema_is_the_moving_average_of_the_updates_and_survives_a_resume(multi30k
 
 
 def test_ema_decay_is_checked_and_cannot_change_on_resume(multi30k_slice, tmp_path):
-  from t2t_repro import cli  # pylint: disable=import-outside-toplevel
-  with pytest.raises(cli.UsageError, match="--ema_decay=1.0"):
+  with pytest.raises(errors.UsageError, match="--ema_decay=1.0"):
     train(_config(multi30k_slice, tmp_path / "a", ema_decay=1.0, train_steps=1))
   assert not os.path.exists(tmp_path / "a")
   train(_config(multi30k_slice, tmp_path / "b", ema_decay=0.9, train_steps=1, eval_every_steps=0))
-  with pytest.raises(cli.UsageError, match="ema_decay"):
+  with pytest.raises(errors.UsageError, match="ema_decay"):
     train(_config(multi30k_slice, tmp_path / "b", ema_decay=0.0, train_steps=2,
                   eval_every_steps=0))

@@ -1,4 +1,4 @@
-"""Tests for t2t_repro.evaluate: known scores, compound splitting, real data."""
+"""Tests for t2t_repro.evaluation: known scores, compound splitting, real data."""
 
 import math
 import os
@@ -7,12 +7,13 @@ import sys
 
 import pytest
 
-from t2t_repro import evaluate
+from t2t_repro import errors
+from t2t_repro import evaluation
 from t2t_repro import fileio
 
 def test_identical_is_100():
   lines = ["Die Kaffee-Maschine ist kaputt.", "Das ist ein \"Test\" & mehr."]
-  s = evaluate.score(lines, lines)
+  s = evaluation.score(lines, lines)
   assert s["sacrebleu"] == pytest.approx(100.0)
   assert s["chrf"] == pytest.approx(100.0)
   assert s["bleu_tok_compound"] == pytest.approx(100.0)
@@ -37,7 +38,7 @@ def test_hand_computed_two_sentences():
   # BLEU = exp(-1/11) * (16/99)^(1/4) = 0.913101 * 0.634049 = 57.895...
   expected = 100 * math.exp(-1 / 11) * (16 / 99) ** 0.25
   assert expected == pytest.approx(57.895, abs=1e-3)
-  s = evaluate.score(hyps, refs)
+  s = evaluation.score(hyps, refs)
   assert s["sacrebleu"] == pytest.approx(expected, abs=1e-9)
   assert s["bleu_tok_compound"] == pytest.approx(expected, abs=1e-9)
   # sacrebleu prints the precisions as percentages.
@@ -54,7 +55,7 @@ def test_sacrebleu_documented_example_two_refs():
            "The man had bitten the dog."]]
   hyps = ["The dog bit the man.", "It wasn't surprising.",
           "The man had just bitten him."]
-  s = evaluate.score(hyps, refs)
+  s = evaluation.score(hyps, refs)
   assert round(s["sacrebleu"], 2) == 48.53
   assert "82.4/50.0/45.5/37.5" in s["sacrebleu_details"]
   assert round(s["chrf"], 2) == 59.73
@@ -65,15 +66,15 @@ def test_sacrebleu_documented_example_two_refs():
 
 
 def test_compound_splitting():
-  assert evaluate.split_compounds("Kaffee-Maschine").split() == [
+  assert evaluation.split_compounds("Kaffee-Maschine").split() == [
       "Kaffee", "##AT##-##AT##", "Maschine"]
   # perl's s///g does not overlap matches: "a-b-c" keeps the second hyphen.
-  assert evaluate.split_compounds("a-b-c") == "a ##AT##-##AT## b-c"
-  assert evaluate.split_compounds("a - b -x") == "a - b -x"
-  assert evaluate.split_compounds("B 33-Fußgängerampel") == (
+  assert evaluation.split_compounds("a-b-c") == "a ##AT##-##AT## b-c"
+  assert evaluation.split_compounds("a - b -x") == "a - b -x"
+  assert evaluation.split_compounds("B 33-Fußgängerampel") == (
       "B 33 ##AT##-##AT## Fußgängerampel")
   # Moses tokenizer -l de (escaping on, no -a) then splitting.
-  assert evaluate.tokenize_for_paper_bleu(
+  assert evaluation.tokenize_for_paper_bleu(
       "Die \"Kaffee-Maschine\" kostet 3,50 €, z.B. bei Aldi & Co.") == (
           "Die &quot; Kaffee ##AT##-##AT## Maschine &quot; kostet 3,50 € , "
           "z.B. bei Aldi &amp; Co.")
@@ -82,7 +83,7 @@ def test_compound_splitting():
 def test_compound_splitting_changes_score():
   hyps = ["die Kaffee-Maschine ist kaputt"]
   refs = ["die Espresso-Maschine ist kaputt"]
-  s = evaluate.score(hyps, refs)
+  s = evaluation.score(hyps, refs)
   # 13a keeps "Kaffee-Maschine" whole: 3/4 unigrams, 1/3 bigrams, 0/2 3-grams
   # -> exp-smoothed; split: 6 tokens, 5/6, 3/5, 2/4, 1/3 -> no zero.
   split = 100 * (5 / 6 * 3 / 5 * 2 / 4 * 1 / 3) ** 0.25
@@ -92,7 +93,7 @@ def test_compound_splitting_changes_score():
 
 def test_tok_bleu_zero_precision_is_zero_like_multi_bleu():
   # multi-bleu.perl gives 0 when any n-gram order has no match (no smoothing).
-  s = evaluate.score(["a b c d"], ["a b x d"])  # no matching 3-gram
+  s = evaluation.score(["a b c d"], ["a b x d"])  # no matching 3-gram
   assert s["bleu_tok_compound"] == 0.0
   assert s["sacrebleu"] > 0.0  # sacreBLEU's default exp smoothing
 
@@ -117,7 +118,7 @@ def test_lowercased_moses_bleu_multi30k():
           "Eine Frau mit rotem Hut sitzt auf der Bank."]
   refs = ["ein mann , der \"gitarre\" spielt .", "zwei hunde laufen im schnee !",
           "Eine Frau mit einem roten Hut sitzt auf einer Bank."]
-  s = evaluate.score(hyps, refs)
+  s = evaluation.score(hyps, refs)
   expected = _lowercased_bleu_by_hand(hyps, refs)
   assert s["bleu_lc_tok"] == pytest.approx(expected, abs=1e-9)
   # By hand: sentence 1 is identical after preprocessing (9 tokens):
@@ -126,29 +127,29 @@ def test_lowercased_moses_bleu_multi30k():
   # p = 22/25, 16/22, 10/19, 6/16 (product 12/95); c = 25, r = 26.
   by_hand = 100 * math.exp(1 - 26 / 25) * (12 / 95) ** 0.25
   assert s["bleu_lc_tok"] == pytest.approx(by_hand, abs=1e-9)
-  assert evaluate.tokenize_lowercased(hyps[0]) == (
+  assert evaluation.tokenize_lowercased(hyps[0]) == (
       'ein mann , der " gitarre " spielt .')
   # Dropping the lowercasing or the tokenization changes the score.
-  plain = evaluate.sacrebleu.corpus_bleu(
+  plain = evaluation.sacrebleu.corpus_bleu(
       [h.lower() for h in hyps], [[r.lower() for r in refs]],
       tokenize="none", smooth_method="none", force=True).score
-  cased = evaluate.sacrebleu.corpus_bleu(
-      [evaluate.tokenize_lowercased(h) for h in hyps],
-      [[evaluate.moses_tokenize(r) for r in refs]], tokenize="none",
+  cased = evaluation.sacrebleu.corpus_bleu(
+      [evaluation.tokenize_lowercased(h) for h in hyps],
+      [[evaluation.moses_tokenize(r) for r in refs]], tokenize="none",
       smooth_method="none", force=True).score
   assert expected > plain + 10 and expected > cased + 10
   assert "case:lc" in s["bleu_lc_tok_signature"]
   assert "moses-norm-punct" in s["bleu_lc_tok_signature"]
-  report = evaluate.format_scores(s)
-  assert f"{evaluate.LOWERCASED_LABEL}: {s['bleu_lc_tok']:.2f}" in report
-  assert "Multi30k" in evaluate.LOWERCASED_LABEL
+  report = evaluation.format_scores(s)
+  assert f"{evaluation.LOWERCASED_LABEL}: {s['bleu_lc_tok']:.2f}" in report
+  assert "Multi30k" in evaluation.LOWERCASED_LABEL
   # sacreBLEU (cased, 13a) stays the first, primary line.
-  assert report.splitlines()[0].startswith(evaluate.SACREBLEU_LABEL)
+  assert report.splitlines()[0].startswith(evaluation.SACREBLEU_LABEL)
 
 
 def test_ref_count_mismatch_api():
   with pytest.raises(ValueError, match="2 lines.*1 lines"):
-    evaluate.score(["a", "b"], ["a"])
+    evaluation.score(["a", "b"], ["a"])
 
 
 def test_file_errors(tmp_path):
@@ -157,12 +158,12 @@ def test_file_errors(tmp_path):
   hyp.write_text("a b c\nd e f\n", encoding="utf-8")
   ref.write_text("a b c\n", encoding="utf-8")
   with pytest.raises(ValueError) as e:
-    evaluate.score_files(str(hyp), [str(ref)])
+    evaluation.score_files(str(hyp), [str(ref)])
   msg = str(e.value)
   assert str(hyp) in msg and str(ref) in msg
   assert "2 lines" in msg and "1 lines" in msg
-  with pytest.raises(fileio.MissingDataError, match="missing.txt"):
-    evaluate.score_files(str(hyp), [str(tmp_path / "missing.txt")])
+  with pytest.raises(errors.MissingDataError, match="missing.txt"):
+    evaluation.score_files(str(hyp), [str(tmp_path / "missing.txt")])
 
 
 def _run_cli(*args):
@@ -186,8 +187,8 @@ def test_cli(tmp_path):
   assert "sacreBLEU (primary" in out.stdout
   assert "nrefs:2|case:mixed|eff:no|tok:13a" in out.stdout
   assert "chrF:" in out.stdout
-  assert evaluate.PAPER_LABEL in out.stdout
-  assert evaluate.LOWERCASED_LABEL in out.stdout
+  assert evaluation.PAPER_LABEL in out.stdout
+  assert evaluation.LOWERCASED_LABEL in out.stdout
   assert "references per sentence: 2" in out.stdout
 
   out = _run_cli(f"--hyp={hyp}", f"--ref={tmp_path / 'nope.txt'}")
@@ -206,7 +207,7 @@ def newstest_de(shared_data_dir):
 
 def test_real_newstest2014_self_is_100(newstest_de):
   assert len(newstest_de) == 3003
-  s = evaluate.score(newstest_de, newstest_de)
+  s = evaluation.score(newstest_de, newstest_de)
   assert s["sacrebleu"] == pytest.approx(100.0)
   assert s["chrf"] == pytest.approx(100.0)
   assert s["bleu_tok_compound"] == pytest.approx(100.0)
@@ -214,7 +215,7 @@ def test_real_newstest2014_self_is_100(newstest_de):
 
 def test_real_newstest2014_drop_last_word(newstest_de):
   perturbed = [" ".join(line.split()[:-1]) for line in newstest_de]
-  s = evaluate.score(perturbed, [newstest_de])
+  s = evaluation.score(perturbed, [newstest_de])
   # Each hypothesis is a prefix of its reference (up to the cut last word), so
   # BLEU falls mostly through the brevity penalty: ~10% fewer tokens.
   for key in ("sacrebleu", "bleu_tok_compound"):

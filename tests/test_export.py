@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from model_dir_util import make_model_dir
-from t2t_repro import export
+from t2t_repro.serving import saved_model
 from t2t_repro.data import batching
 from t2t_repro.decoding.translator import DecodeConfig, Translator
 
@@ -50,10 +50,10 @@ def test_saved_model_equals_translate_cli(tmp_path, model_dir, shared_data_dir):
   # when served too: U+00A0, U+3000 and U+2028 are not ASCII whitespace (tf.strings.strip keeps them).
   lines += ["\u00a0", "\u3000 \u3000", "\u2028", f"\u00a0\u3000{lines[0]}\u2028 "]
   export_dir = str(tmp_path / "export" / "1")
-  export.export_model(model_dir, export_dir)
+  saved_model.export_model(model_dir, export_dir)
   assert os.path.exists(os.path.join(export_dir, "saved_model.pb"))
   with pytest.raises(FileExistsError):
-    export.export_model(model_dir, export_dir)
+    saved_model.export_model(model_dir, export_dir)
 
   cli = subprocess.run(
       [sys.executable, "-m", "t2t_repro.translate", f"--model_dir={model_dir}", "--noprogress",
@@ -91,7 +91,7 @@ def test_serving_sorts_and_chunks_in_input_order(model_dir):
     inputs[row, :n] = rng.randint(3, hparams.vocab_size, n)
     inputs[row, n] = 1
   config = DecodeConfig(beam_size=3, alpha=0.6, decode_extra_length=4, batch_tokens=20)
-  module = export.ServingModule(Translator(model, tokenizer, config))
+  module = saved_model.ServingModule(Translator(model, tokenizer, config))
   out = module.translate_ids(tf.constant(inputs))
   ids, scores = bs.beam_search(model, inputs, beam_size=3, alpha=0.6, n_best=1,
                                decode_extra_length=4)
@@ -106,7 +106,7 @@ def test_chunk_size_follows_the_token_budget():
   lengths = [2, 3, 4, 6, 7, 8, 10, 10]
   sizes, start = [], 0
   while start < len(lengths):
-    sizes.append(int(export.chunk_size(lengths[start:], 20)))
+    sizes.append(int(saved_model.chunk_size(lengths[start:], 20)))
     start += sizes[-1]
   # [2 3 4] (4 x 6 = 24 > 20), [6 7] (3 x 8 = 24), [8 10] (2 x 10 = 20), [10]
   assert sizes == [3, 2, 2, 1]
@@ -148,9 +148,9 @@ def test_nbest_prefix_and_score_signatures_equal_translate_and_score(tmp_path, m
   prefixes = ["Ein", "X", "", "Hallo Welt"]
   targets = ["Ein Mann.", "", "Zwei Hunde spielen.", "Hallo."]
   export_dir = str(tmp_path / "1")
-  export.export_model(model_dir, export_dir, beam_size=3, n_best=3, batch_tokens=12)
+  saved_model.export_model(model_dir, export_dir, beam_size=3, n_best=3, batch_tokens=12)
   loaded = tf.saved_model.load(export_dir)
-  assert set(loaded.signatures) == set(export.SIGNATURES)
+  assert set(loaded.signatures) == set(saved_model.SIGNATURES)
   model, hparams, tokenizer = load_for_inference(model_dir)
   config = DecodeConfig.resolve(hparams, beam_size=3)
 

@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from model_dir_util import make_model_dir, read_lines
-from t2t_repro import export_ctranslate2
+from t2t_repro.serving import ctranslate2 as export_ctranslate2
 from t2t_repro.decoding import beam_search as bs
 from t2t_repro.decoding.loading import load_for_inference
 

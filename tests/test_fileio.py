@@ -5,6 +5,7 @@ import os
 
 import pytest
 
+from t2t_repro import errors
 from t2t_repro import fileio
 from t2t_repro.data import text_files
 
@@ -19,10 +20,10 @@ def test_read_lines_splits_on_newline_only(tmp_path):
 def test_read_lines_errors_name_the_file(tmp_path):
   with pytest.raises(FileNotFoundError, match="nope.txt: file does not exist") as e:
     fileio.read_lines(str(tmp_path / "nope.txt"))
-  assert isinstance(e.value, ValueError) and isinstance(e.value, text_files.DataError)
+  assert isinstance(e.value, ValueError) and isinstance(e.value, errors.DataError)
   bad = tmp_path / "bad.txt"
   bad.write_bytes(b"ok\nok\n\xff\n")
-  with pytest.raises(fileio.EncodingError, match=r"bad.txt:3: invalid UTF-8 \(byte 0xff at byte offset 6"):
+  with pytest.raises(errors.EncodingError, match=r"bad.txt:3: invalid UTF-8 \(byte 0xff at byte offset 6"):
     fileio.read_lines(str(bad))
 
 

@@ -1,18 +1,20 @@
-"""t2t_repro.launch: console scripts and `python -m` start every command the same way."""
+"""t2t_repro.commands: one registry, three ways in, the same result; the layers import downwards."""
 
+import ast
 import configparser
 import importlib
-import importlib.util
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
 
 import pytest
 
-from t2t_repro import launch
+from t2t_repro.commands import launch
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_PACKAGE = pathlib.Path(_REPO) / "t2t_repro"
 _ENV = dict(os.environ, PYTHONPATH=_REPO)
 
 
@@ -23,20 +25,51 @@ def _console_scripts():
   return dict(tuple(part.strip() for part in row.split("=")) for row in rows)
 
 
-def test_every_console_script_resolves():
+def test_every_command_has_its_console_script_module_and_python_m_name():
   scripts = _console_scripts()
-  assert sorted(scripts) == sorted(launch.COMMANDS)
-  for script, target in scripts.items():
-    module, attr = target.split(":")
+  assert sorted(scripts) == sorted(launch.console_script(name) for name in launch.COMMANDS)
+  for name in launch.COMMANDS:
+    module, attr = scripts[launch.console_script(name)].split(":")
     entry = getattr(importlib.import_module(module), attr)
-    assert entry.args == (launch.COMMANDS[script],), script  # the script runs its command
-    assert importlib.util.find_spec(launch.COMMANDS[script]) is not None, script
+    assert entry.args == (name,), name  # the script runs its command
+    command = (_PACKAGE / "commands" / f"{name}.py").read_text(encoding="utf-8")
+    assert "def define_flags(" in command and "def main(argv)" in command, name
+    shim = (_PACKAGE / f"{name}.py").read_text(encoding="utf-8")  # python -m t2t_repro.<name>
+    assert f'launch.launch("{name}")' in shim, name
+
+
+def _imports(path):
+  """The t2t_repro modules that the file at `path` imports (absolute names)."""
+  names = set()
+  for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    if isinstance(node, ast.Import):
+      names.update(alias.name for alias in node.names)
+    elif isinstance(node, ast.ImportFrom) and node.module:
+      names.add(node.module)
+      names.update(f"{node.module}.{alias.name}" for alias in node.names)
+  return {name for name in names if name.startswith("t2t_repro")}
+
+
+def test_no_library_module_imports_the_commands():
+  """Only commands/ and the `python -m` entry modules (one line each) may import commands/."""
+  shims = {_PACKAGE / f"{name}.py" for name in launch.COMMANDS}
+  offenders = []
+  for path in _PACKAGE.rglob("*.py"):
+    if "commands" in path.relative_to(_PACKAGE).parts or path in shims:
+      continue
+    offenders += [f"{path.relative_to(_REPO)}: {name}" for name in _imports(path)
+                  if name == "t2t_repro.commands" or name.startswith("t2t_repro.commands.")]
+  assert not offenders
+
+
+def test_errors_is_the_bottom_layer():
+  assert not _imports(_PACKAGE / "errors.py")
 
 
 def _script(name, *args):
   """Runs console script `name` as its entry point does (without an installed wrapper)."""
-  code = (f"import sys; sys.argv = [{name!r}, *sys.argv[1:]]; "
-          f"from t2t_repro import launch; launch.{launch.COMMANDS[name].rsplit('.')[-1]}()")
+  code = (f"import sys; sys.argv = [{launch.console_script(name)!r}, *sys.argv[1:]]; "
+          f"from t2t_repro.commands import launch; launch.{name}()")
   return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                         env=_ENV, timeout=120, check=False)
 
@@ -49,13 +82,13 @@ def _module(module, *args):
 def test_console_script_equals_python_m():
   """Same help, same one-line usage error and exit status as `python -m t2t_repro.evaluate`."""
   for args in (["--help"], ["--hyp=h.txt"], ["--nosuchflag"]):
-    script, module = _script("t2t-evaluate", *args), _module("t2t_repro.evaluate", *args)
+    script, module = _script("evaluate", *args), _module("t2t_repro.evaluate", *args)
     assert (script.returncode, script.stdout, script.stderr) == (
         module.returncode, module.stdout, module.stderr), args
-  usage = _script("t2t-evaluate", "--hyp=h.txt")
+  usage = _module("t2t_repro.evaluate", "--hyp=h.txt")
   assert usage.returncode == 2
   assert usage.stderr == "evaluate: error: --hyp and at least one --ref are required\n"
-  assert "--ref" in _script("t2t-evaluate", "--help").stdout
+  assert "--ref" in _script("evaluate", "--help").stdout
 
 
 def test_installed_console_script():
@@ -69,21 +102,36 @@ def test_installed_console_script():
                                    check=False).stdout
 
 
-def test_dash_m_module():
-  # pylint: disable=protected-access
-  assert launch._module_after_dash_m(["python", "-m", "t2t_repro.train", "--x"]) == "t2t_repro.train"
-  assert launch._module_after_dash_m(["python3", "-X", "utf8", "-u", "-mt2t_repro.export"]) == (
-      "t2t_repro.export")
-  assert launch._module_after_dash_m(["python", "-c", "x", "-m", "t2t_repro.train"]) is None
-  assert launch._module_after_dash_m(["python", "tools/parse.py", "-m", "x"]) is None
+def test_importing_the_package_sets_nothing_up():
+  """No work at import: not the package, not a `python -m` entry module, not a command."""
+  code = ("import sys, t2t_repro, t2t_repro.translate, t2t_repro.commands.translate, t2t_repro.logs; "
+          "print(t2t_repro.logs._state['level'] is not None, sys.stderr.fileno())")
+  result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_ENV,
+                          timeout=120, check=False)
+  assert result.stdout.split() == ["False", "2"], result.stderr[-2000:]
 
 
-def test_python_m_sets_up_before_the_command_imports():
-  """`python -m t2t_repro.<command>`: the package's import sets logging up, other modules not."""
-  code = ("import sys; sys.argv[0] = '-m'; sys.orig_argv = ['python', '-m', {module!r}]; "
-          "import t2t_repro, t2t_repro.logs; print(t2t_repro.logs._state['level'] is not None, "
-          "'tensorflow' in sys.modules)")
-  for module, expected in (("t2t_repro.translate", "True False"), ("pytest", "False False")):
-    result = subprocess.run([sys.executable, "-c", code.format(module=module)], capture_output=True,
-                            text=True, env=_ENV, timeout=60, check=False)
-    assert result.stdout.strip() == expected, (module, result.stderr)
+def test_a_command_returns_its_status_after_its_finally_blocks(tmp_path):
+  """`runner.run` returns the exit status; the command's `finally` blocks have run, for a
+  success, a user error (one line, exit 2) and a data error (exit 1)."""
+  marker = tmp_path / "finally"
+  code = (
+      "import sys\n"
+      "from t2t_repro import errors\n"
+      "from t2t_repro.commands import runner\n"
+      "def main(argv):\n"
+      "  try:\n"
+      "    if argv[1:] == ['usage']: raise errors.UsageError('--x is bad')\n"
+      "    if argv[1:] == ['data']: raise errors.DataError('f.txt:3: bad line')\n"
+      "  finally:\n"
+      f"    open({str(marker)!r}, 'a').write(argv[-1] + '\\n')\n"
+      "code = runner.run(main, 'cmd')\n"
+      f"open({str(marker)!r}, 'a').write(f'returned {{code}}\\n')\n"
+      "sys.exit(code)\n")
+  outcomes = [subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                             env=_ENV, timeout=120, check=False) for args in ([], ["usage"], ["data"])]
+  assert [p.returncode for p in outcomes] == [0, 2, 1]
+  assert [p.stderr for p in outcomes] == ["", "cmd: error: --x is bad\n",
+                                          "cmd: error: f.txt:3: bad line\n"]
+  assert marker.read_text().split("\n")[:-1] == ["-c", "returned 0", "usage", "returned 2", "data",
+                                                 "returned 1"]

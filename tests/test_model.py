@@ -12,7 +12,7 @@ from t2t_repro.model.attention import MultiHeadAttention, causal_bias, padding_b
 from t2t_repro.model.config import ModelConfig
 from t2t_repro.model.position import SinusoidalPositionEncoding, sinusoid_table
 from t2t_repro.model.transformer import Transformer
-from t2t_repro import summary
+from t2t_repro.model import summary
 
 HP = get_hparams("tiny", "vocab_size=37,dropout=0")
 

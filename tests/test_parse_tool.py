@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from conftest import tool_path
-from t2t_repro import cli
+from t2t_repro import errors
 from t2t_repro.parsing import bracket_vocab, pipeline, prepare, treebank, trees
 from t2t_repro.parsing.constraint import SPACE_PIECE
 
@@ -242,5 +242,5 @@ def test_parse_splits_and_train_config():
   assert (config.train_src, config.train_tgt, config.dev_src) == (
       "/d/train_aug.src", "/d/train_aug.tgt", "/d/dev.src")
   for bad in (["--no_such_setting=1"], ["--seed=x"], ["--jit_compile=maybe"]):
-    with pytest.raises(cli.UsageError, match="--train_flags"):
+    with pytest.raises(errors.UsageError, match="--train_flags"):
       pipeline.train_config("/m", "/d", extra=bad)

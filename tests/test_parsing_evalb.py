@@ -11,6 +11,7 @@ import nltk
 import pytest
 
 from conftest import tool_path
+from t2t_repro import errors
 from t2t_repro.parsing import evalb
 from t2t_repro.parsing import pipeline, prepare, treebank, trees
 
@@ -314,15 +315,14 @@ def test_several_top_level_brackets_are_one_sentence(tmp_path):
 
 
 def test_reader_errors_name_file_and_line(tmp_path):
-  from t2t_repro.data import text_files  # pylint: disable=import-outside-toplevel
   path = tmp_path / "test.tree"
   path.write_text("(S (P this))\n(S (P this)\n", encoding="utf-8")
-  with pytest.raises(text_files.DataError, match=rf"{path}:2: 1 bracket\(s\) left open"):
+  with pytest.raises(errors.DataError, match=rf"{path}:2: 1 bracket\(s\) left open"):
     treebank.read_tree_lines(str(path))
   path.write_bytes(b"(S (P th\xffis))\n")
-  with pytest.raises(text_files.EncodingError, match=rf"{path}:1: invalid UTF-8"):
+  with pytest.raises(errors.EncodingError, match=rf"{path}:1: invalid UTF-8"):
     treebank.read_tree_lines(str(path))
   prm = tmp_path / "x.prm"
   prm.write_text("MAX_ERROR ten\n", encoding="utf-8")
-  with pytest.raises(text_files.DataError, match=rf"{prm}:1: MAX_ERROR needs an integer"):
+  with pytest.raises(errors.DataError, match=rf"{prm}:1: MAX_ERROR needs an integer"):
     evalb.load_prm(str(prm))

@@ -1,4 +1,4 @@
-"""t2t_repro.plot_attention (tools/plot_attention.py) writes the three heatmaps as PNG files."""
+"""t2t_repro.decoding.attention_plot (the plot_attention command) writes the three heatmaps as PNG files."""
 
 import importlib
 import os
@@ -14,7 +14,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 @pytest.fixture(scope="module")
 def tool():
-  return importlib.import_module("t2t_repro.plot_attention")
+  return importlib.import_module("t2t_repro.decoding.attention_plot")
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from t2t_repro.decoding import beam_search as bs
 from t2t_repro.hparams import get_hparams
 from t2t_repro.model.attention import MultiHeadAttention
 from t2t_repro.model.transformer import Transformer
-from t2t_repro.summary import closed_form_params, count_parameters
+from t2t_repro.model.summary import closed_form_params, count_parameters
 from test_beam_search import EosBiasedTransformer, random_sources
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

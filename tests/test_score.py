@@ -7,6 +7,7 @@ import sys
 import numpy as np
 import pytest
 
+from t2t_repro import errors
 from t2t_repro.decoding.config import DecodeConfig
 from t2t_repro.decoding.ensemble import Ensemble
 from t2t_repro.decoding.loading import load_for_inference, load_models
@@ -108,14 +109,14 @@ def test_score_command_errors(trained_run, tmp_path):
 
 
 def test_pair_chunks_stream_both_files_in_aligned_chunks(tmp_path, monkeypatch):
-  from t2t_repro import cli, score  # pylint: disable=import-outside-toplevel
+  from t2t_repro.commands import score  # pylint: disable=import-outside-toplevel
   monkeypatch.setattr(score, "CHUNK_PAIRS", 2)
   (tmp_path / "s").write_text(" a\nb \nc\nd\ne", encoding="utf-8")
   (tmp_path / "t").write_text("A\nB\n\nD\nE\n", encoding="utf-8")
   chunks = list(score._pair_chunks(str(tmp_path / "s"), str(tmp_path / "t")))  # pylint: disable=protected-access
   assert chunks == [(1, ["a", "b"], ["A", "B"]), (3, ["c", "d"], ["", "D"]), (5, ["e"], ["E"])]
   (tmp_path / "t").write_text("A\nB\nC\nD\n", encoding="utf-8")
-  with pytest.raises(cli.DataError, match=r"has 5 lines, --tgt=.* 4$"):
+  with pytest.raises(errors.DataError, match=r"has 5 lines, --tgt=.* 4$"):
     list(score._pair_chunks(str(tmp_path / "s"), str(tmp_path / "t")))  # pylint: disable=protected-access
 
 

@@ -10,7 +10,8 @@ import time
 import pytest
 
 from model_dir_util import make_model_dir
-from t2t_repro import fileio, streaming
+from t2t_repro import errors
+from t2t_repro import streaming
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -39,7 +40,7 @@ def test_line_batches_name_the_bad_line():
   assert next(batches) == ["ok"]
   os.write(write_fd, b"fine\nbad \xff\n")
   os.close(write_fd)
-  with pytest.raises(fileio.EncodingError, match=r"^<stdin>:3: invalid UTF-8"):
+  with pytest.raises(errors.EncodingError, match=r"^<stdin>:3: invalid UTF-8"):
     list(batches)
   os.close(read_fd)
 

@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.join(_REPO, "benchmarks"))
 import table3  # noqa: E402  pylint: disable=wrong-import-position
 import table3_report  # noqa: E402  pylint: disable=wrong-import-position
 from t2t_repro import hparams as hparams_lib  # noqa: E402  pylint: disable=wrong-import-position
-from t2t_repro.summary import closed_form_params  # noqa: E402  pylint: disable=wrong-import-position
+from t2t_repro.model.summary import closed_form_params  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def test_twenty_rows_with_the_papers_values():

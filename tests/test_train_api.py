@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from conftest import tool_path
-from t2t_repro import cli
+from t2t_repro import errors
 from t2t_repro.decoding.translator import DecodeConfig, Translator
 from t2t_repro.training import averaging, preflight
 from t2t_repro.training.api import train
@@ -58,7 +58,7 @@ def test_bad_settings_are_usage_errors(multi30k_slice, tmp_path):
                            ({"early_stopping": 2, "best_metric": "none"}, "--early_stopping=2"),
                            ({"early_stopping": -1}, "--early_stopping=-1"),
                            ({"average_last": -2}, "--average_last=-2")):
-    with pytest.raises(cli.UsageError, match=message):
+    with pytest.raises(errors.UsageError, match=message):
       preflight.validate(_config(multi30k_slice, tmp_path / "m", **changes))
   assert not (tmp_path / "m").exists()
 

@@ -1,6 +1,6 @@
-"""`python tools/average_checkpoints.py`: the command `t2t_repro.average_checkpoints` (console script `t2t-average`)."""
+"""`python tools/average_checkpoints.py`: the command `t2t_repro.commands.average` (`t2t-average`)."""
 
-from t2t_repro import launch
+from t2t_repro.commands import launch
 
 if __name__ == "__main__":
-  launch.run("t2t_repro.average_checkpoints")
+  launch.launch("average")

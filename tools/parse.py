@@ -1,6 +1,6 @@
-"""`python tools/parse.py`: the command `t2t_repro.parsing.cli` (console script `t2t-parse`)."""
+"""`python tools/parse.py`: the command `t2t_repro.commands.parse` (`t2t-parse`)."""
 
-from t2t_repro import launch
+from t2t_repro.commands import launch
 
 if __name__ == "__main__":
-  launch.run("t2t_repro.parsing.cli")
+  launch.launch("parse")

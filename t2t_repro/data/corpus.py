@@ -41,6 +41,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from t2t_repro import errors
 from t2t_repro import fileio
 from t2t_repro.data import text_files
 from t2t_repro.data.text_files import LineCountError
@@ -107,7 +108,7 @@ def load_or_index(source_path, target_path, cache_dir=None, chunk_lines=CHUNK_LI
   """
   for path in (source_path, target_path):
     if not os.path.exists(path):
-      raise text_files.MissingDataError(f"{path}: file does not exist")
+      raise errors.MissingDataError(f"{path}: file does not exist")
   path = record_path(cache_dir, source_path, target_path) if cache_dir else None
   if path and os.path.exists(path):
     with open(path, encoding="utf-8") as f:

@@ -1,9 +1,5 @@
-r"""Fetch a problem's public data into the local layout.
-
-  python -m t2t_repro.data.download translate_ende_wmt_news --data_dir=DIR
-  python -m t2t_repro.data.download translate_ende_wmt14 --data_dir=DIR   # + TFDS train
-  python -m t2t_repro.data.download translate_ende_multi30k --data_dir=DIR \
-      --source_url_base=file:///path/to/mirror
+r"""Fetch a problem's public data into the local layout (`download`; the command
+`python -m t2t_repro.download PROBLEM --data_dir=DIR`, `t2t-download`).
 
 Sources (the URLs sacrebleu uses for the WMT test sets):
 * WMT newstest sets: the official SGML inside statmt.org's test tarballs
@@ -29,19 +25,17 @@ import gzip
 import os
 import re
 import shutil
-import sys
 import tarfile
 import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
 
-from absl import app, flags, logging
+from absl import logging
 
-from t2t_repro import cli, fileio
-from t2t_repro.data import problems, text_files
-
-FLAGS = flags.FLAGS
+from t2t_repro import errors
+from t2t_repro import fileio
+from t2t_repro.data import problems
 
 _STATMT = "https://statmt.org"
 _DATA_STATMT = "https://data.statmt.org"
@@ -143,7 +137,7 @@ def _convert(data, source):
   try:
     sgml = data.decode("utf-8")
   except UnicodeDecodeError as e:
-    raise text_files.EncodingError(
+    raise errors.EncodingError(
         f"{source.url}:{source.member}: invalid UTF-8 at byte {e.start}") from None
   return "".join(line + "\n" for line in sgm_to_lines(sgml)).encode("utf-8")
 
@@ -170,7 +164,7 @@ def _read(local_path, member):
     try:
       return archive.extractfile(member).read()
     except KeyError:
-      raise text_files.MissingDataError(f"{local_path}: archive has no member {member!r}") from None
+      raise errors.MissingDataError(f"{local_path}: archive has no member {member!r}") from None
 
 
 def download(problem_name, data_dir, source_url_base=None, tfds=True, force=False):
@@ -188,7 +182,7 @@ def download(problem_name, data_dir, source_url_base=None, tfds=True, force=Fals
 
   Raises:
     ValueError: the problem has nothing to download (parallel_text).
-    urllib.error.URLError, text_files.DataError: fetching or checking failed.
+    urllib.error.URLError, errors.DataError: fetching or checking failed.
   """
   problem = problems.get_problem(problem_name, data_dir)
   if problem_name not in SOURCES:
@@ -212,28 +206,3 @@ def download(problem_name, data_dir, source_url_base=None, tfds=True, force=Fals
       logging.info("%s %s: %d pairs (%d empty dropped)", problem_name, split, len(text),
                    text.dropped_empty)
   return written
-
-
-def main(argv):
-  if len(argv) != 2:
-    raise app.UsageError(f"usage: python -m t2t_repro.data.download PROBLEM --data_dir=DIR; "
-                         f"problems: {', '.join(sorted(SOURCES))}")
-  if argv[1] not in SOURCES:
-    raise app.UsageError(f"{argv[1]} has no public download; problems: {', '.join(sorted(SOURCES))}")
-  data_dir = FLAGS.data_dir or os.environ.get(problems.DATA_DIR_ENV)
-  if not data_dir:
-    raise app.UsageError(f"give --data_dir or set ${problems.DATA_DIR_ENV}")
-  try:
-    written = download(argv[1], data_dir, FLAGS.source_url_base, FLAGS.tfds, FLAGS.force)
-  except (OSError, text_files.DataError) as e:
-    sys.exit(f"error: {e}")
-  print(f"{len(written)} files written under {data_dir}")
-
-
-if __name__ == "__main__":
-  flags.DEFINE_string("data_dir", None, f"Destination (default: ${problems.DATA_DIR_ENV}).")
-  flags.DEFINE_string("source_url_base", None,
-                      "Mirror base URL replacing 'scheme://' of every source, e.g. file:///mirror.")
-  flags.DEFINE_bool("tfds", True, "Prepare the TFDS training text of the WMT14 problems.")
-  flags.DEFINE_bool("force", False, "Fetch again files that already exist.")
-  cli.run(main)

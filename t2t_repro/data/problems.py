@@ -36,7 +36,7 @@ from collections.abc import Mapping
 
 from t2t_repro.data import corpus as corpus_lib
 from t2t_repro.data import text_files
-from t2t_repro.data.text_files import MissingDataError
+from t2t_repro.errors import MissingDataError
 
 DATA_DIR_ENV = "T2T_DATA_DIR"
 TFDS_SUBDIR = "tfds"
@@ -56,7 +56,7 @@ class Problem:
     data_dir: the local data directory (None: not given and T2T_DATA_DIR unset).
     tfds_name: TFDS config that holds the training text ("wmt14_translate/de-en"),
       read when the local train files are absent.
-    downloadable: whether `python -m t2t_repro.data.download NAME` fetches it.
+    downloadable: whether `python -m t2t_repro.download NAME` fetches it.
     overridden: splits whose files the caller gave explicitly.
   """
 
@@ -134,7 +134,7 @@ class Problem:
     Raises:
       MissingDataError: unknown split, no data dir, or a file is missing (the
         message names the path and how to get the data).
-      text_files.LineCountError, text_files.EncodingError: see text_files.
+      text_files.LineCountError, errors.EncodingError: see text_files.
     """
     pairs = self.file_pairs(split)
     if self._tfds_needed(split):
@@ -209,7 +209,7 @@ class Problem:
   def _how_to_get(self, split):
     if split in self.overridden or not self.downloadable:
       return f"Give existing files with --{split}_src and --{split}_tgt."
-    command = f"python -m t2t_repro.data.download {self.name} --data_dir={self.data_dir}"
+    command = f"python -m t2t_repro.download {self.name} --data_dir={self.data_dir}"
     if split == "train" and self.tfds_name:
       return (f"Get it with `{command}` (prepares TFDS {self.tfds_name}; needs internet), or put "
               "plain-text training files at the paths above.")

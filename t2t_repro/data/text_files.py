@@ -26,10 +26,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-# The file-level errors and the line reader live in t2t_repro.fileio;
-# imported here so `text_files.read_lines`, `text_files.DataError`, ... keep working.
 from t2t_repro import fileio
-from t2t_repro.fileio import DataError, EncodingError, MissingDataError, read_lines  # noqa: F401
+from t2t_repro.errors import DataError, EncodingError, MissingDataError
+from t2t_repro.fileio import read_lines  # the one line reader, also `text_files.read_lines`
 
 
 # Python's str.isspace() characters (str.strip removes exactly these), as an RE2 class.

@@ -28,6 +28,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 from absl import logging
 
+from t2t_repro import errors
 from t2t_repro import fileio
 from t2t_repro.constants import EOS_ID, PAD_ID, UNK_ID
 from t2t_repro.data import text_files
@@ -96,7 +97,7 @@ def learn_vocab(texts, vocab_size, model_prefix, *, lowercase=False, character_c
                num_threads=num_threads)
   except RuntimeError as e:
     if not count[0]:
-      raise fileio.DataError(
+      raise errors.DataError(
           "no sentence to learn the BPE vocabulary from: "
           + (f"all {too_long[0]} sentences are longer than {MAX_SENTENCE_BYTES} bytes "
              "(sentencepiece's limit)" if too_long[0] else "the text is empty")) from None
@@ -206,8 +207,8 @@ def get_or_learn_vocab(problem, vocab_size=None, cache_dir=None, input_sentence_
     return learn_vocab(sample_sentences(corpus, input_sentence_size, seed), vocab_size,
                        path[:-len(".model")], lowercase=lowercase,
                        input_sentence_size=input_sentence_size, seed=seed)
-  except fileio.DataError as e:
-    raise fileio.DataError(f"{corpus.origin}: {e}") from None
+  except errors.DataError as e:
+    raise errors.DataError(f"{corpus.origin}: {e}") from None
 
 
 class Tokenizer(tf.Module):

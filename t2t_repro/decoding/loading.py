@@ -23,6 +23,7 @@ import keras
 import tensorflow as tf
 
 from t2t_repro.data.vocab import Tokenizer
+from t2t_repro import errors
 from t2t_repro.decoding.ensemble import Ensemble
 from t2t_repro.hparams import HParams
 from t2t_repro.model.transformer import Transformer
@@ -99,7 +100,7 @@ def load_for_inference(model_dir, checkpoint_path=None, inference_dtype="float32
   return model, hparams, tokenizer
 
 
-class EnsembleError(ValueError):
+class EnsembleError(errors.UsageError):
   """Model dirs / checkpoints that cannot form one ensemble (a usage error; names them)."""
 
 

@@ -2,7 +2,7 @@
 
 Everything that turns source text into model output goes through here: the training
 loop's dev/test BLEU, `python -m t2t_repro.translate`, the exported SavedModel
-(`t2t_repro.export`), `tools/plot_attention.py` and the parser
+(`t2t_repro.serving.saved_model`), the attention plots and the parser
 (`t2t_repro.parsing.pipeline`).
 
 Settings (Vaswani et al. 2017 §6.1: beam 4, alpha 0.6, input length + 50; §6.3

@@ -4,6 +4,7 @@ its COLLINS.prm; the scorer is `t2t_repro.parsing.evalb`."""
 import dataclasses
 import warnings
 
+from t2t_repro import errors
 from t2t_repro.data import text_files
 
 # The values of EVALB's COLLINS.prm (shared/data/ptb_sample/evalb/COLLINS.prm).
@@ -114,15 +115,15 @@ def load_prm(path):
     EvalbParams.
 
   Raises:
-    text_files.DataError: the file is missing or not UTF-8, or a value is
+    errors.DataError: the file is missing or not UTF-8, or a value is
       invalid (see ``parse_prm``); the message is ``{path}:{line}: ...``.
   """
   try:
     return parse_prm("\n".join(text_files.read_lines(path)))
-  except text_files.DataError:
+  except errors.DataError:
     raise
   except ValueError as e:
-    raise text_files.DataError(f"{path}:{str(e).removeprefix('line ')}") from None
+    raise errors.DataError(f"{path}:{str(e).removeprefix('line ')}") from None
 
 
 # ---------------------------------------------------------------- one sentence

@@ -17,7 +17,8 @@ import shutil
 import sys
 import time
 
-from t2t_repro import cli, fileio
+from t2t_repro import errors
+from t2t_repro import fileio
 from t2t_repro.data import text_files
 from t2t_repro import hparams as hparams_lib
 from t2t_repro.decoding.translator import DecodeConfig, Translator
@@ -123,7 +124,7 @@ def evaluate_files(gold_path, test_path, params=evalb.COLLINS,
     evalb.EvalbResult.
 
   Raises:
-    fileio.DataError: unreadable trees (file and line named), different line
+    errors.DataError: unreadable trees (file and line named), different line
       counts (text_files.LineCountError), or EVALB's abort after more than
       MAX_ERROR error sentences.
   """
@@ -137,7 +138,7 @@ def evaluate_files(gold_path, test_path, params=evalb.COLLINS,
   try:
     return evalb.evaluate(gold, test, params)
   except evalb.EvalbAbort as e:
-    raise fileio.DataError(f"{test_path}: {e}") from None
+    raise errors.DataError(f"{test_path}: {e}") from None
 
 
 def train_config(model_dir, data_dir, *, hparams="parsing_small",
@@ -164,7 +165,7 @@ def train_config(model_dir, data_dir, *, hparams="parsing_small",
     A `training.config.TrainConfig`.
 
   Raises:
-    cli.UsageError: `extra` names an unknown setting or a value of the wrong type.
+    errors.UsageError: `extra` names an unknown setting or a value of the wrong type.
   """
   config = TrainConfig(
       model_dir=model_dir, vocab_dir=model_dir, hparams=hparams, hparams_override=hparams_override,
@@ -176,7 +177,7 @@ def train_config(model_dir, data_dir, *, hparams="parsing_small",
   try:
     return with_args(config, extra)
   except ValueError as e:
-    raise cli.UsageError(f"--train_flags: {e}") from None
+    raise errors.UsageError(f"--train_flags: {e}") from None
 
 
 def update_json(path, values):
@@ -216,7 +217,7 @@ def train_parser(ptb_dir, model_dir, data_dir, *, splits=None, leaves="word",
     (seconds: float, the trainer's wall time; result: its `training.config.TrainResult`).
 
   Raises:
-    cli.UsageError, cli.DataError: a bad setting or unusable data (``train``).
+    errors.UsageError, errors.DataError: a bad setting or unusable data (``train``).
     the errors of ``prepare.prepare`` and ``hparams.get_hparams``.
   """
   # The hparams as the trainer resolves them, checked before anything is written.

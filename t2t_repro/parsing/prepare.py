@@ -15,6 +15,7 @@ recipe; train.src/.tgt/.tree stay the gold data.
 import json
 import os
 
+from t2t_repro import errors
 from t2t_repro import fileio
 from t2t_repro.parsing import augment
 from t2t_repro.parsing import treebank
@@ -200,7 +201,7 @@ def read_data_stats(data_dir):
   """
   path = os.path.join(data_dir, "stats.json")
   if not os.path.exists(path):
-    raise fileio.MissingDataError(f"{path}: file does not exist (run tools/parse.py "
+    raise errors.MissingDataError(f"{path}: file does not exist (run tools/parse.py "
                                   "--mode=prepare or --mode=train)")
   with open(path, encoding="utf-8") as f:
     stats = json.load(f)

@@ -11,6 +11,7 @@ import re
 
 import nltk
 
+from t2t_repro import errors
 from t2t_repro import fileio
 from t2t_repro.parsing.trees import ROOT_LABEL
 
@@ -186,7 +187,7 @@ def read_tree_lines(path):
     empty line gives ``Tree("TOP", [])`` (EVALB skips or rejects it).
 
   Raises:
-    fileio.DataError: the file is missing or not UTF-8 text, or a line is not
+    errors.DataError: the file is missing or not UTF-8 text, or a line is not
       balanced brackets; the message is ``{path}:{line}: ...``.
   """
   result = []
@@ -195,7 +196,7 @@ def read_tree_lines(path):
       parsed = parse_trees(line, source=f"{path}:{number}")
     except ValueError as e:  # nltk's messages do not name the file
       message = str(e) if str(e).startswith(f"{path}:") else f"{path}:{number}: {e}"
-      raise fileio.DataError(" ".join(message.split())) from None
+      raise errors.DataError(" ".join(message.split())) from None
     if len(parsed) > 1:
       parsed = [nltk.Tree(ROOT_LABEL, [_without_root(tree) for tree in parsed])]
     result.append(parsed[0] if parsed else nltk.Tree(ROOT_LABEL, []))

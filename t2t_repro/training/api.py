@@ -20,7 +20,7 @@ import tempfile
 
 from absl import logging
 
-from t2t_repro import cli
+from t2t_repro import errors
 from t2t_repro import hparams as hparams_lib
 from t2t_repro.training import preflight, signals
 
@@ -45,7 +45,7 @@ def _make_strategy(config):
   try:
     return trainer_lib.make_strategy(config.distribution, config.num_gpus)
   except ValueError as e:
-    raise cli.UsageError(str(e)) from None
+    raise errors.UsageError(str(e)) from None
 
 
 def train(config):
@@ -60,9 +60,9 @@ def train(config):
     (`{model_dir}/best/`) and the averaged checkpoint (`{model_dir}/averaged/`).
 
   Raises:
-    cli.UsageError: a bad setting or combination, a resume with other hparams or
+    errors.UsageError: a bad setting or combination, a resume with other hparams or
       update settings (the message names the flag).
-    cli.DataError: missing, empty or unusable data files, a full disk.
+    errors.DataError: missing, empty or unusable data files, a full disk.
 
   SIGINT/SIGTERM end the call at once before training and during dev evaluation
   (nothing is lost), and save and stop during the steps (`training.signals`).

@@ -11,7 +11,7 @@ import shutil
 
 import tensorflow as tf
 
-from t2t_repro.data.text_files import DataError
+from t2t_repro.errors import DataError
 
 
 class DiskFullError(DataError):

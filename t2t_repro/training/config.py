@@ -131,7 +131,7 @@ class TrainResult:
     train: stats of the last update ("loss", "nll", "grad_norm", ...), {} if none ran.
     dev: stats of the last dev evaluation ("step", "loss", "nll", "ppl" [, "bleu",
       "bleu_lines"]), {} if none ran.
-    test: `evaluate.score` of the test BLEU (of the averaged model with
+    test: `evaluation.score` of the test BLEU (of the averaged model with
       average_last), or None.
     test_description: what `test` was computed on, "" if none.
     stopped: the signal name ("SIGINT"/"SIGTERM") that stopped training, or None.

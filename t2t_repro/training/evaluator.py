@@ -5,7 +5,7 @@ import os
 import tensorflow as tf
 from absl import logging
 
-from t2t_repro import evaluate
+from t2t_repro import evaluation
 from t2t_repro.decoding.translator import DecodeConfig, Translator
 from t2t_repro.training import report
 from t2t_repro.training.signals import exit_at_once
@@ -23,12 +23,12 @@ def bleu(model, hparams, tokenizer, split, num_lines, target_lang):
     target_lang: language code for sacreBLEU's tokenizer choice.
 
   Returns:
-    (scores (`evaluate.score`), translations: list[str]).
+    (scores (`evaluation.score`), translations: list[str]).
   """
   sources = split.sources[:num_lines] if num_lines > 0 else split.sources
   references = split.targets[:num_lines] if num_lines > 0 else split.targets
   hyps = Translator(model, tokenizer, DecodeConfig.resolve(hparams)).translate(sources)
-  return evaluate.score(hyps, [references], tgt_lang=target_lang), hyps
+  return evaluation.score(hyps, [references], tgt_lang=target_lang), hyps
 
 
 class Evaluator:

@@ -11,9 +11,9 @@ import time
 import tensorflow as tf
 from absl import logging
 
-from t2t_repro import evaluate, logs
+from t2t_repro import evaluation, logs
 from t2t_repro.data import batching
-from t2t_repro.fileio import DataError
+from t2t_repro.errors import DataError
 from t2t_repro.training import averaging, report
 from t2t_repro.training.best import BestCheckpoint
 from t2t_repro.training.config import TrainResult
@@ -361,7 +361,7 @@ class _Run:
       result.test_description = (f"{self.problem.name}, first {n} lines, beam {hp.beam_size}, "
                                  f"alpha {hp.alpha}{averaged_note}")
       self.progress.line(f"\ntest ({result.test_description}):\n"
-                         f"{evaluate.format_scores(scores)}")
+                         f"{evaluation.format_scores(scores)}")
       result.test = scores
     if trainer.chief:
       self.progress.line(report.closing_block(trainer, start_step, train_time,

@@ -15,7 +15,8 @@ import time
 
 from absl import logging
 
-from t2t_repro import cli, fileio
+from t2t_repro import errors
+from t2t_repro import fileio
 from t2t_repro import hparams as hparams_lib
 from t2t_repro.training.config import BEST_METRICS, DISTRIBUTIONS, FIELD_MINIMUM, MIXED_PRECISIONS
 
@@ -28,13 +29,13 @@ def _check_choices(config):
   for name, choices in (("distribution", DISTRIBUTIONS), ("mixed_precision", MIXED_PRECISIONS),
                         ("best_metric", BEST_METRICS)):
     if getattr(config, name) not in choices:
-      raise cli.UsageError(f"--{name}={getattr(config, name)}: must be one of {', '.join(choices)}")
+      raise errors.UsageError(f"--{name}={getattr(config, name)}: must be one of {', '.join(choices)}")
   if not 0 <= config.ema_decay < 1:
-    raise cli.UsageError(f"--ema_decay={config.ema_decay}: must be in [0, 1) (0: off)")
+    raise errors.UsageError(f"--ema_decay={config.ema_decay}: must be in [0, 1) (0: off)")
   if config.best_metric == "bleu" and not config.dev_bleu_lines:
-    raise cli.UsageError("--best_metric=bleu needs the dev BLEU: set --dev_bleu_lines > 0")
+    raise errors.UsageError("--best_metric=bleu needs the dev BLEU: set --dev_bleu_lines > 0")
   if config.early_stopping and (config.best_metric == "none" or not config.eval_every_steps):
-    raise cli.UsageError(f"--early_stopping={config.early_stopping} needs dev evaluations "
+    raise errors.UsageError(f"--early_stopping={config.early_stopping} needs dev evaluations "
                          "(--eval_every_steps > 0) and --best_metric=loss or bleu")
 
 
@@ -46,17 +47,17 @@ def validate(config):
     (HParams, data.problems.Problem).
 
   Raises:
-    cli.UsageError: the message names the flag.
+    errors.UsageError: the message names the flag.
   """
   from t2t_repro.data import problems  # pylint: disable=import-outside-toplevel
   if not config.model_dir:
-    raise cli.UsageError("--model_dir is required")
+    raise errors.UsageError("--model_dir is required")
   if os.path.exists(config.model_dir) and not os.path.isdir(config.model_dir):
-    raise cli.UsageError(f"--model_dir={config.model_dir} is a file, not a folder")
+    raise errors.UsageError(f"--model_dir={config.model_dir} is a file, not a folder")
   for name, minimum in FIELD_MINIMUM.items():
     value = getattr(config, name)
     if value is not None and value < minimum:
-      raise cli.UsageError(f"--{name}={value}: must be >= {minimum}")
+      raise errors.UsageError(f"--{name}={value}: must be >= {minimum}")
   _check_choices(config)
   overrides = config.hparams_override
   for name in ("train_steps", "batch_tokens"):
@@ -66,15 +67,15 @@ def validate(config):
     hp = hparams_lib.get_hparams(config.hparams, overrides)
   except ValueError as e:
     message = str(e)
-    raise cli.UsageError(message if message.startswith("--") else
+    raise errors.UsageError(message if message.startswith("--") else
                          f"--hparams={config.hparams} --hparams_override={overrides}: {message}")
   if hp.batch_tokens < hp.max_length:
-    raise cli.UsageError(f"--batch_tokens={hp.batch_tokens} is below max_length={hp.max_length}: "
+    raise errors.UsageError(f"--batch_tokens={hp.batch_tokens} is below max_length={hp.max_length}: "
                          "one example of the longest bucket must fit a batch")
   try:
     problem = problems.get_problem(config.problem, config.data_dir, **config.split_files())
   except ValueError as e:
-    raise cli.UsageError(f"--problem={config.problem}: {e}")
+    raise errors.UsageError(f"--problem={config.problem}: {e}")
   return hp, problem
 
 
@@ -82,7 +83,7 @@ def check_data_files(config, problem):
   """The files of the splits this run reads exist, are files, and are not all empty.
 
   Raises:
-    cli.DataError: the message names the files.
+    errors.DataError: the message names the files.
   """
   splits = (["train"] + ["dev"] * bool(config.eval_every_steps)
             + ["test"] * bool(config.test_bleu_lines))
@@ -90,7 +91,7 @@ def check_data_files(config, problem):
     paths = [p for pair in problem.file_pairs(split) for p in pair]
     for path in paths:
       if os.path.isdir(path):
-        raise cli.DataError(f"{path} is a directory, not a text file ({split} split of "
+        raise errors.DataError(f"{path} is a directory, not a text file ({split} split of "
                             f"--problem={problem.name})")
     missing = [p for p in paths if not os.path.exists(p)]
     if missing:
@@ -98,7 +99,7 @@ def check_data_files(config, problem):
         continue  # read from TFDS
       problem.text_pairs(split)  # raises MissingDataError with how to get the files
     if all(os.path.getsize(p) == 0 for p in paths):
-      raise cli.DataError(f"the {split} files are empty: {', '.join(paths)}")
+      raise errors.DataError(f"the {split} files are empty: {', '.join(paths)}")
 
 
 def check_model_dir(model_dir, hp):
@@ -106,7 +107,7 @@ def check_model_dir(model_dir, hp):
   batch_tokens is an update setting, see `check_update_settings`).
 
   Raises:
-    cli.UsageError: naming the differing hparams.
+    errors.UsageError: naming the differing hparams.
   """
   saved_path = os.path.join(model_dir, "hparams.json")
   if not os.path.exists(saved_path):
@@ -116,7 +117,7 @@ def check_model_dir(model_dir, hp):
                    if saved[k] != v and k not in ("train_steps", "description", "batch_tokens"))
   if changed:
     diffs = ", ".join(f"{k}: saved {saved[k]!r} vs flags {hp.to_dict()[k]!r}" for k in changed)
-    raise cli.UsageError(f"--model_dir={model_dir} holds a run with other hparams ({diffs}); "
+    raise errors.UsageError(f"--model_dir={model_dir} holds a run with other hparams ({diffs}); "
                          "use a new --model_dir or the same --hparams/--hparams_override")
 
 
@@ -128,7 +129,7 @@ def check_update_settings(config, update):
     the names of the settings that differ (empty for a new run or an unchanged resume).
 
   Raises:
-    cli.UsageError: a setting differs and --allow_update_change is not given.
+    errors.UsageError: a setting differs and --allow_update_change is not given.
   """
   model_dir = config.model_dir
   path = os.path.join(model_dir, "flags.json")
@@ -141,7 +142,7 @@ def check_update_settings(config, update):
     return []
   diffs = ", ".join(f"{k}: saved {saved[k]!r} vs now {update[k]!r}" for k in changed)
   if not config.allow_update_change:
-    raise cli.UsageError(f"--model_dir={model_dir} was trained with other update settings "
+    raise errors.UsageError(f"--model_dir={model_dir} was trained with other update settings "
                          f"({diffs}); resuming would change the optimizer update. Use the same "
                          "settings, or --allow_update_change to resume anyway")
   logging.warning("--allow_update_change: resuming %s with changed update settings: %s",
@@ -157,7 +158,7 @@ def restore_checked(trainer, model_dir):
     return trainer.restore()
   except (ValueError, AssertionError, tf.errors.OpError) as e:
     reason = str(e).strip().splitlines()[0][:300]
-    raise cli.UsageError(f"--model_dir={model_dir} holds checkpoints of another model ({reason}); "
+    raise errors.UsageError(f"--model_dir={model_dir} holds checkpoints of another model ({reason}); "
                          "use a new --model_dir or the hparams it was trained with") from None
 
 
@@ -180,7 +181,7 @@ def check_init_from(config, hp, problem):
     (checkpoint prefix, the source's vocab.model path), or None without --init_from.
 
   Raises:
-    cli.UsageError: no such model dir or checkpoint, another model shape, or a --vocab_dir
+    errors.UsageError: no such model dir or checkpoint, another model shape, or a --vocab_dir
       whose vocabulary differs from the source's (each message names both).
   """
   if not config.init_from:
@@ -194,21 +195,21 @@ def check_init_from(config, hp, problem):
     checkpoint = loading.resolve_checkpoint(source_dir, checkpoint)
     saved = loading.read_hparams(source_dir)
   except (FileNotFoundError, ValueError) as e:
-    raise cli.UsageError(f"--init_from={config.init_from}: {e}") from None
+    raise errors.UsageError(f"--init_from={config.init_from}: {e}") from None
   if os.path.abspath(source_dir) == os.path.abspath(config.model_dir):
-    raise cli.UsageError(f"--init_from={config.init_from} is --model_dir itself: to continue "
+    raise errors.UsageError(f"--init_from={config.init_from} is --model_dir itself: to continue "
                          "a run, rerun it without --init_from")
   diffs = [f"{k}: {getattr(saved, k)!r} there vs {getattr(hp, k)!r} here" for k in SHAPE_HPARAMS
            if getattr(saved, k) != getattr(hp, k)]
   if diffs:
-    raise cli.UsageError(f"--init_from={config.init_from} is a model of another shape than "
+    raise errors.UsageError(f"--init_from={config.init_from} is a model of another shape than "
                          f"--hparams={config.hparams} --hparams_override={config.hparams_override} "
                          f"({'; '.join(diffs)}); give --hparams={source_dir}/hparams.json")
   vocab = os.path.join(source_dir, "vocab.model")
   if config.vocab_dir:
     cached = vocab_lib.vocab_path(problem, hp.vocab_size, config.vocab_dir, lowercase=hp.lowercase)
     if os.path.exists(cached) and _bytes(cached) != _bytes(vocab):
-      raise cli.UsageError(f"--vocab_dir={config.vocab_dir} holds another vocabulary ({cached}) "
+      raise errors.UsageError(f"--vocab_dir={config.vocab_dir} holds another vocabulary ({cached}) "
                            f"than --init_from={config.init_from} ({vocab}); a fine-tuned model "
                            "keeps its source's: drop --vocab_dir or point it elsewhere")
   return checkpoint, vocab
@@ -219,13 +220,13 @@ def initialize_weights(trainer, checkpoint):
   the run starts at step 0 with fresh Adam moments and schedule), every weight checked.
 
   Raises:
-    cli.UsageError: the checkpoint does not hold every weight of this model.
+    errors.UsageError: the checkpoint does not hold every weight of this model.
   """
   from t2t_repro.model.weights import restore_weights  # pylint: disable=import-outside-toplevel
   try:
     restore_weights(trainer.model, checkpoint)
   except ValueError as e:
-    raise cli.UsageError(f"--init_from: {e}") from None
+    raise errors.UsageError(f"--init_from: {e}") from None
 
 
 def _bytes(path):
@@ -240,8 +241,8 @@ def prepare_vocab(config, problem, hp, staging_dir, init_vocab=None):
   `write_model_dir` copies it there).
 
   Raises:
-    cli.UsageError: the vocab has another size than hparams.vocab_size.
-    cli.DataError: the training text cannot give a vocabulary of that size.
+    errors.UsageError: the vocab has another size than hparams.vocab_size.
+    errors.DataError: the training text cannot give a vocabulary of that size.
   """
   from t2t_repro.data import vocab as vocab_lib  # pylint: disable=import-outside-toplevel
   path = os.path.join(config.model_dir, "vocab.model")
@@ -252,14 +253,14 @@ def prepare_vocab(config, problem, hp, staging_dir, init_vocab=None):
       path = vocab_lib.get_or_learn_vocab(problem, hp.vocab_size, config.vocab_dir or staging_dir,
                                           lowercase=hp.lowercase)
     except ValueError as e:  # sentencepiece: too little text for vocab_size
-      raise cli.DataError(f"learning a {hp.vocab_size}-piece vocabulary from the train split of "
+      raise errors.DataError(f"learning a {hp.vocab_size}-piece vocabulary from the train split of "
                           f"--problem={problem.name} failed: {e}") from None
   tokenizer = vocab_lib.Tokenizer.from_file(path)
   if tokenizer.vocab_size != hp.vocab_size:
-    raise cli.UsageError(f"{path} has {tokenizer.vocab_size} pieces but hparams say "
+    raise errors.UsageError(f"{path} has {tokenizer.vocab_size} pieces but hparams say "
                          f"vocab_size={hp.vocab_size}")
   if tokenizer.lowercase != hp.lowercase:
-    raise cli.UsageError(f"{path} {'lowercases' if tokenizer.lowercase else 'keeps the case of'} "
+    raise errors.UsageError(f"{path} {'lowercases' if tokenizer.lowercase else 'keeps the case of'} "
                          f"its text but hparams say lowercase={hp.lowercase}")
   return tokenizer, path
 

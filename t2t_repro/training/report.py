@@ -5,7 +5,7 @@ import keras
 import tensorflow as tf
 
 from t2t_repro import logs
-from t2t_repro.data.text_files import MissingDataError
+from t2t_repro.errors import MissingDataError
 
 
 def split_sizes(problem, train, dev):
@@ -30,7 +30,7 @@ def split_sizes(problem, train, dev):
 
 def startup_rows(trainer, problem, tokenizer, sizes, run_info):
   """(key, value) rows of the startup block (logs.block)."""
-  from t2t_repro.summary import count_parameters  # pylint: disable=import-outside-toplevel
+  from t2t_repro.model.summary import count_parameters  # pylint: disable=import-outside-toplevel
   hp, strategy = trainer.hparams, trainer.strategy
   replicas = strategy.num_replicas_in_sync
   resolver = getattr(strategy, "cluster_resolver", None)

@@ -42,27 +42,31 @@ and XX is one piece), the trainer's files, and decode/{split}.pred.tgt
 parse_scores.json (EVALB summaries per split, well-formed counts, decoding
 settings and wall times, the training command and its wall time).
 
-Only the command line: the library is t2t_repro.parsing (prepare, bracket_vocab, pipeline).
+The command line (`t2t-parse`, `python -m t2t_repro.parse`, `python tools/parse.py`); the
+library is t2t_repro.parsing (prepare, bracket_vocab, pipeline).
 """
 
 import os
 import sys
 import time
 
-from absl import app
 from absl import flags
 
-from t2t_repro import cli
-from t2t_repro import command_flags
-from t2t_repro import fileio
+from t2t_repro import errors, fileio
+from t2t_repro.commands import shared_flags
 from t2t_repro.decoding import config as decode_config
-from t2t_repro.decoding.loading import EnsembleError
 from t2t_repro.parsing import evalb, pipeline, prepare
 
 FLAGS = flags.FLAGS
 
 
-def _define_flags():
+def define_flags():
+  _define_mode_flags()
+  _define_decode_flags()
+  flags.mark_flag_as_required("mode")
+
+
+def _define_mode_flags():
   """Defines the command-line flags (only when run as a script, so that tests
   can import this file more than once without duplicate-flag errors)."""
   flags.DEFINE_enum("mode", None,
@@ -109,7 +113,7 @@ def _define_flags():
   flags.DEFINE_string("predictions", None,
                       "delinearize: target sequences, one a line.")
   flags.DEFINE_string("output", None, "delinearize: output trees, one a line.")
-  command_flags.define_model_dir(
+  shared_flags.define_model_dir(
       "train, decode: the model directory (created by train); decode: several, "
       "comma-separated, decode as one ensemble (outputs go to the first).", required=False)
   flags.DEFINE_string("data_dir", None,
@@ -160,7 +164,7 @@ def _define_decode_flags():
                     "constraint): only well-formed trees over the source words.")
   flags.DEFINE_integer("max_sentences", 0,
                        "decode: only the first N sentences of each split (0: all).")
-  command_flags.define_checkpoint_path(
+  shared_flags.define_checkpoint_path(
       "decode: checkpoint prefix (default: the latest); several, comma-separated, decode "
       "as one ensemble.")
 
@@ -176,16 +180,16 @@ def _splits():
   try:
     splits = prepare.parse_splits(FLAGS.splits)
   except ValueError as e:
-    raise app.UsageError(str(e)) from None
+    raise errors.UsageError(str(e)) from None
   if FLAGS.augment_copies and splits and "train" not in splits:
-    raise app.UsageError("--augment_copies needs a 'train' split in --splits")
+    raise errors.UsageError("--augment_copies needs a 'train' split in --splits")
   return splits
 
 
 def _require(*names):
   missing = [n for n in names if not getattr(FLAGS, n)]
   if missing:
-    raise app.UsageError(f"--mode={FLAGS.mode} needs " +
+    raise errors.UsageError(f"--mode={FLAGS.mode} needs " +
                          ", ".join("--" + n for n in missing))
 
 
@@ -216,7 +220,7 @@ def run_evaluate():
   except evalb.EvalbAbort as e:
     hint = (" (test trees with XX tags keep their punctuation: try "
             "--xx_tags=gold)" if FLAGS.xx_tags == "keep" else "")
-    sys.exit(f"EVALB stopped: {e}{hint}")
+    raise errors.DataError(f"EVALB stopped: {e}{hint}") from None
   sys.stdout.write(evalb.format_report(result, per_sentence=FLAGS.per_sentence))
   if FLAGS.output_json:
     fileio.write_json(FLAGS.output_json, evalb.as_dict(result))
@@ -232,16 +236,13 @@ def run_train():
   _check_alpha_flags()
   model_dir, data_dir = FLAGS.model_dir, _data_dir()
   start = time.monotonic()
-  try:
-    train_seconds, result = pipeline.train_parser(
-        FLAGS.ptb_dir, model_dir, data_dir, splits=_splits(), leaves=FLAGS.leaves,
-        hparams=FLAGS.hparams, hparams_override=FLAGS.hparams_override,
-        bracket_vocab=FLAGS.bracket_vocab, train_minutes=FLAGS.train_minutes,
-        train_steps=FLAGS.train_steps, eval_every_steps=FLAGS.eval_every_steps,
-        seed=FLAGS.seed, train_flags=FLAGS.train_flags,
-        augment_copies=FLAGS.augment_copies, augment_rate=FLAGS.augment_rate)
-  except RuntimeError as e:
-    sys.exit(str(e))
+  train_seconds, result = pipeline.train_parser(
+      FLAGS.ptb_dir, model_dir, data_dir, splits=_splits(), leaves=FLAGS.leaves,
+      hparams=FLAGS.hparams, hparams_override=FLAGS.hparams_override,
+      bracket_vocab=FLAGS.bracket_vocab, train_minutes=FLAGS.train_minutes,
+      train_steps=FLAGS.train_steps, eval_every_steps=FLAGS.eval_every_steps,
+      seed=FLAGS.seed, train_flags=FLAGS.train_flags,
+      augment_copies=FLAGS.augment_copies, augment_rate=FLAGS.augment_rate)
   decode_start = time.monotonic()
   _run_decode(model_dir, data_dir, result.averaged or FLAGS.checkpoint_path)
   decode_seconds = time.monotonic() - decode_start
@@ -257,7 +258,7 @@ def run_train():
 def _check_alpha_flags():
   """Before anything is written (train: before training)."""
   if FLAGS.alphas and FLAGS["alpha"].present:
-    raise app.UsageError("--alpha and --alphas: give one")
+    raise errors.UsageError("--alpha and --alphas: give one")
 
 
 def _run_decode(model_dir, data_dir, checkpoint_path):
@@ -272,10 +273,7 @@ def _run_decode(model_dir, data_dir, checkpoint_path):
 def run_decode():
   _require("model_dir")
   _check_alpha_flags()
-  try:
-    _run_decode(FLAGS.model_dir, _data_dir(), FLAGS.checkpoint_path)
-  except EnsembleError as e:
-    raise app.UsageError(str(e)) from None
+  _run_decode(FLAGS.model_dir, _data_dir(), FLAGS.checkpoint_path)
 
 
 _MODES = {
@@ -289,12 +287,5 @@ _MODES = {
 
 def main(argv):
   if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+    raise errors.UsageError(f"unexpected arguments: {argv[1:]}")
   _MODES[FLAGS.mode]()
-
-
-if __name__ == "__main__":
-  _define_flags()
-  _define_decode_flags()
-  flags.mark_flag_as_required("mode")
-  cli.run(main, "parse")

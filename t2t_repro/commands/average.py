@@ -1,4 +1,4 @@
-r"""`t2t-average` / `python -m t2t_repro.average_checkpoints`: checkpoint averaging
+r"""`t2t-average` / `python -m t2t_repro.average` / `python tools/average_checkpoints.py`: checkpoint averaging
 (Vaswani et al. 2017, §6.1: the base models average the last 5 checkpoints, written
 at 10-minute intervals; the big models the last 20).
 
@@ -19,20 +19,19 @@ it must be new or empty and differ from the source folder.
 
 import json
 import os
-import sys
 
-from absl import app
 from absl import flags
 
-from t2t_repro import cli, command_flags
+from t2t_repro import errors
+from t2t_repro.commands import shared_flags
 from t2t_repro.hparams import HParams
 from t2t_repro.training import averaging
 
 FLAGS = flags.FLAGS
 
 
-def _define_flags():
-  command_flags.define_model_dir("Model directory whose last checkpoints are averaged.",
+def define_flags():
+  shared_flags.define_model_dir("Model directory whose last checkpoints are averaged.",
                                  required=False)
   flags.DEFINE_list("checkpoints", None, "Explicit checkpoint prefixes (or names relative to "
                     "--model_dir), comma separated.")
@@ -44,9 +43,9 @@ def _define_flags():
 
 def main(argv):
   if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+    raise errors.UsageError(f"unexpected arguments: {argv[1:]}")
   if not FLAGS.output_dir or not (FLAGS.model_dir or FLAGS.checkpoints):
-    raise app.UsageError("--output_dir and one of --model_dir / --checkpoints are required")
+    raise errors.UsageError("--output_dir and one of --model_dir / --checkpoints are required")
   model_dir = FLAGS.model_dir
   try:
     if FLAGS.checkpoints:
@@ -57,13 +56,8 @@ def main(argv):
         default_n = HParams.from_dict(json.load(f)).checkpoint_average
       checkpoints = averaging.last_checkpoints(model_dir, FLAGS.num_last or default_n)
     path, _ = averaging.average_checkpoints(checkpoints, FLAGS.output_dir, model_dir)
-  except (ValueError, FileNotFoundError) as e:
-    print(f"average_checkpoints: error: {e}", file=sys.stderr)
-    return 1
+  except FileNotFoundError as e:  # a checkpoint or hparams.json that is not there: data
+    raise errors.MissingDataError(str(e)) from None
+  except ValueError as e:  # too few checkpoints, a non-empty --output_dir: usage
+    raise errors.UsageError(str(e)) from None
   print(f"averaged {len(checkpoints)} checkpoints into {path}")
-  return 0
-
-
-if __name__ == "__main__":
-  _define_flags()
-  cli.run(main)

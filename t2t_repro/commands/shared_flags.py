@@ -2,7 +2,7 @@
 
 The decoding flags (--beam_size, --alpha, ...) are `t2t_repro.decoding.config.define_flags`,
 validated by `DecodeConfig`'s own range checks. Checks run when absl parses the command
-line, so a bad value is a one-line usage error (exit 2, `t2t_repro.cli`) before anything
+line, so a bad value is a one-line usage error (exit 2, `t2t_repro.commands.runner`) before anything
 is loaded.
 """
 

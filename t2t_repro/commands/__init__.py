@@ -1,0 +1,19 @@
+"""The commands: each module of this package parses its flags and calls the library.
+
+`launch.COMMANDS` is the one registry. Every name in it is reachable three ways, with the same
+flags, errors and exit statuses:
+
+* the console script `t2t-<name>` (`-` for `_`; setup.cfg's `console_scripts`, checked
+  against this registry by tests/test_launch.py), which calls the function `<name>` of
+  `launch`;
+* `python -m t2t_repro.<name>`, a one-line module at the package top;
+* `python tools/<name>.py` for the tools the README shows (`average`, `parse`,
+  `plot_attention`).
+
+Each command module defines `define_flags()` and `main(argv)`. `launch` sets up logging
+(`logs.setup`, which must come before TensorFlow is imported: its stderr filter has to be
+in place when TensorFlow's C++ start-up lines are written), imports the command module,
+defines its flags and runs `main` through `runner.run`, which turns a user error into one
+line and an exit status. Nothing happens on import: the package and the library never set
+anything up.
+"""

@@ -1,0 +1,67 @@
+"""Exports a model dir as a SavedModel that translates raw text, or as a CTranslate2 model.
+
+`python -m t2t_repro.export --model_dir=DIR --export_dir=OUT/1`
+`python -m t2t_repro.export --format=ctranslate2 [--quantization=int8] --model_dir=DIR --export_dir=OUT`
+
+The SavedModel and its signatures: `t2t_repro.serving.saved_model`; the CTranslate2
+conversion: `t2t_repro.serving.ctranslate2`.
+"""
+
+import os
+
+from absl import flags
+
+from t2t_repro import errors
+from t2t_repro.commands import shared_flags
+from t2t_repro.decoding import config as decode_config
+from t2t_repro.serving import ctranslate2, saved_model
+
+FLAGS = flags.FLAGS
+
+
+def define_flags():
+  shared_flags.define_model_dir()
+  shared_flags.define_checkpoint_path()
+  flags.DEFINE_string("export_dir", None, "Output folder of the SavedModel, e.g. "
+                      "/models/transformer/1 for TensorFlow Serving.")
+  flags.mark_flag_as_required("export_dir")
+  decode_config.define_flags(
+      names=("beam_size", "alpha", "decode_extra_length", "batch_tokens", "n_best"),
+      help_overrides={"batch_tokens": "SavedModel: source tokens (padding included) per chunk "
+                                      "the serving graph decodes at once (default: 4096).",
+                      "n_best": "SavedModel: hypotheses per sentence of the translate_nbest "
+                                "signature (default: the beam size)."})
+  flags.adopt_module_key_flags(decode_config)  # --help lists the decoding flags
+  flags.DEFINE_bool("overwrite", False, "Write into a non-empty --export_dir.")
+  flags.DEFINE_enum("inference_dtype", "float32", ["float32", "bfloat16"],
+                    "SavedModel: compute type of the model's matmuls (see translate).")
+  flags.DEFINE_enum("format", "saved_model", ["saved_model", "ctranslate2"],
+                    "saved_model: a TensorFlow SavedModel that translates text; ctranslate2: a "
+                    "CTranslate2 model directory (needs the ctranslate2 extra).")
+  flags.DEFINE_enum("quantization", None, list(ctranslate2.QUANTIZATIONS),
+                    "--format=ctranslate2 only: weight type of the CTranslate2 model "
+                    "(default: float32).")
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise errors.UsageError(f"unexpected arguments: {argv[1:]}")
+  if FLAGS.quantization and FLAGS.format != "ctranslate2":
+    raise errors.UsageError("--quantization needs --format=ctranslate2")
+  if FLAGS.format == "ctranslate2":
+    try:
+      path = ctranslate2.export_ctranslate2(
+          FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint_path,
+          quantization=FLAGS.quantization, overwrite=FLAGS.overwrite, beam_size=FLAGS.beam_size,
+          alpha=FLAGS.alpha)
+    except ValueError as e:
+      raise errors.UsageError(f"--format=ctranslate2: {e}") from None
+    print(f"CTranslate2 model written to {os.path.abspath(path)} (see README.md there)")
+    return
+  path = saved_model.export_model(FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint_path,
+                      beam_size=FLAGS.beam_size, alpha=FLAGS.alpha,
+                      decode_extra_length=FLAGS.decode_extra_length, overwrite=FLAGS.overwrite,
+                      batch_tokens=FLAGS.batch_tokens, inference_dtype=FLAGS.inference_dtype,
+                      n_best=FLAGS.n_best)
+  print(f"SavedModel written to {os.path.abspath(path)} "
+        f"(signatures: {', '.join(saved_model.SIGNATURES)})")

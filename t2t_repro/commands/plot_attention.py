@@ -1,0 +1,40 @@
+"""Attention heatmaps of one sentence (the paper's Figures 3-5):
+`python tools/plot_attention.py --model_dir=DIR --source=TEXT` (`t2t-plot-attention`,
+`python -m t2t_repro.plot_attention`). What is drawn: `t2t_repro.decoding.attention_plot`."""
+
+from absl import flags
+
+from t2t_repro import errors
+from t2t_repro.commands import shared_flags
+from t2t_repro.decoding import attention_plot
+from t2t_repro.decoding import config as decode_config
+
+FLAGS = flags.FLAGS
+
+
+def define_flags():
+  shared_flags.define_model_dir()
+  shared_flags.define_checkpoint_path()
+  flags.DEFINE_string("source", None, "Source sentence.")
+  flags.mark_flag_as_required("source")
+  flags.DEFINE_string("target", None, "Target sentence (default: the model's translation).")
+  flags.DEFINE_integer("layer", -1, "Layer, from 0 (-1: last).")
+  flags.DEFINE_integer("head", 0, "Head, from 0 (-1: all heads side by side).")
+  flags.DEFINE_string("output_dir", ".", "Folder for the PNGs.")
+  decode_config.define_flags(names=("beam_size", "alpha", "decode_extra_length"))
+  flags.adopt_module_key_flags(decode_config)  # --help lists the decoding flags
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise errors.UsageError(f"unexpected arguments: {argv[1:]}")
+  from t2t_repro.decoding.loading import load_for_inference  # pylint: disable=import-outside-toplevel
+  model, hparams, tokenizer = load_for_inference(FLAGS.model_dir, FLAGS.checkpoint_path)
+  try:
+    paths = attention_plot.plot_attention(
+        model, tokenizer, FLAGS.source, FLAGS.output_dir, target=FLAGS.target, layer=FLAGS.layer,
+        head=FLAGS.head, config=decode_config.DecodeConfig.from_flags(hparams, FLAGS))
+  except ValueError as e:
+    raise errors.UsageError(str(e)) from None
+  for path in paths.values():
+    print(path)

@@ -1,0 +1,101 @@
+"""Perplexity of a trained model: `python -m t2t_repro.validate --model_dir=DIR` (`t2t-validate`).
+
+Teacher-forced NLL and perplexity per target word piece, without label smoothing (the unit
+of the paper's Table 3, "PPL (dev)"), of the latest checkpoint of --model_dir (a run, its
+`best/` or `averaged/`) or of --checkpoint_path, as fairseq-validate, OpenNMT-tf `eval` and
+t2t-eval do. The data is one of
+
+* --src/--tgt: two aligned text files;
+* --problem (with --data_dir) and --split (default dev): a named data source's split;
+* neither: the --split of the problem and files the run was trained on (its flags.json).
+
+Pairs with an empty side are skipped (as in training); a side longer than the model's
+max_length is cut to it, as the trainer's dev loss does, so on the same checkpoint the
+result equals the dev `nll`/`ppl` the trainer logged (`training.perplexity`). Prints one
+line on stdout; --output_json also writes {"nll", "ppl", "target_pieces", "pairs",
+"checkpoint", "data"}.
+"""
+
+import json
+import os
+
+from absl import flags
+
+from t2t_repro import errors, fileio
+from t2t_repro.commands import shared_flags
+from t2t_repro.data import corpus, problems
+
+FLAGS = flags.FLAGS
+
+
+def define_flags():
+  shared_flags.define_model_dir()
+  shared_flags.define_checkpoint_path()
+  flags.DEFINE_string("src", None, "Source file, one sentence per line (with --tgt).")
+  flags.DEFINE_string("tgt", None, "Target file aligned with --src.")
+  flags.DEFINE_string("problem", None, "Named data source (default: the run's, from its "
+                      "flags.json); see `python -m t2t_repro.stats --help`.")
+  flags.DEFINE_string("data_dir", None, "Data folder of --problem (default: the run's, else "
+                      "$T2T_DATA_DIR).")
+  flags.DEFINE_string("split", "dev", "Split of the problem to score (train, dev, test, ...).")
+  flags.DEFINE_integer("batch_tokens", None, "Padded tokens per batch and side (default: the "
+                       "model's hparams batch_tokens).", lower_bound=1)
+  flags.DEFINE_string("output_json", None, "Also write the result as JSON to this file.")
+
+
+def _run_flags(model_dir):
+  """The training flags of `model_dir` (its flags.json), or {} when it has none."""
+  path = os.path.join(model_dir, "flags.json")
+  if not os.path.exists(path):
+    return {}
+  with open(path, encoding="utf-8") as f:
+    return json.load(f)
+
+
+def _pairs():
+  """(streamed corpus, description) of the data the flags name: read once, in bounded
+  memory, whatever its size (`data.corpus`)."""
+  if FLAGS.src or FLAGS.tgt:
+    if not (FLAGS.src and FLAGS.tgt):
+      raise errors.UsageError("--src and --tgt go together")
+    if FLAGS.problem:
+      raise errors.UsageError("give either --src/--tgt or --problem, not both")
+    return corpus.ParallelCorpus([(FLAGS.src, FLAGS.tgt)]), f"{FLAGS.src}, {FLAGS.tgt}"
+  run = _run_flags(FLAGS.model_dir)
+  name = FLAGS.problem or run.get("problem")
+  if not name:
+    raise errors.UsageError(f"--model_dir={FLAGS.model_dir} has no flags.json naming its problem: "
+                         "give --problem or --src/--tgt")
+  same_run = name == run.get("problem")
+  files = {k: run.get(k) for k in ("train_src", "train_tgt", "dev_src", "dev_tgt", "test_src",
+                                   "test_tgt")} if same_run else {}
+  try:
+    problem = problems.get_problem(
+        name, FLAGS.data_dir or (run.get("data_dir") if same_run else None), **files)
+  except ValueError as e:
+    raise errors.UsageError(f"--problem={name}: {e}") from None
+  if FLAGS.split not in problem.splits:
+    raise errors.UsageError(f"--split={FLAGS.split}: {name} has the splits "
+                         f"{', '.join(problem.splits)}")
+  return problem.corpus(FLAGS.split), f"{name} {FLAGS.split}"
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise errors.UsageError(f"unexpected arguments: {argv[1:]}")
+  pairs, data = _pairs()
+  from t2t_repro.decoding import loading  # pylint: disable=import-outside-toplevel
+  from t2t_repro.training.perplexity import perplexity  # pylint: disable=import-outside-toplevel
+  checkpoint = loading.resolve_checkpoint(FLAGS.model_dir, FLAGS.checkpoint_path)
+  model, hparams, tokenizer = loading.load_for_inference(FLAGS.model_dir, checkpoint)
+  try:
+    result = perplexity(model, tokenizer, pairs,
+                        batch_tokens=FLAGS.batch_tokens or hparams.batch_tokens,
+                        max_length=hparams.max_length)
+  except ValueError as e:
+    raise errors.DataError(f"{data}: {e}") from None
+  result.update(checkpoint=checkpoint, data=data)
+  if FLAGS.output_json:
+    fileio.write_json(FLAGS.output_json, result)
+  print(f"nll {result['nll']:.4f} ppl {result['ppl']:.3f} | {result['target_pieces']:,} target "
+        f"pieces, {result['pairs']:,} pairs | {checkpoint} on {data}", flush=True)
