@@ -17,14 +17,13 @@ The averaging itself is `t2t_repro.training.averaging` (also used by
 it must be new or empty and differ from the source folder.
 """
 
-import json
 import os
 
 from absl import flags
 
 from t2t_repro import errors
 from t2t_repro.commands import shared_flags
-from t2t_repro.hparams import HParams
+from t2t_repro.model_dir import ModelDir
 from t2t_repro.training import averaging
 
 FLAGS = flags.FLAGS
@@ -52,8 +51,7 @@ def main(argv):
       checkpoints = [p if (model_dir is None or os.path.dirname(p)) else os.path.join(model_dir, p)
                      for p in FLAGS.checkpoints]
     else:
-      with open(os.path.join(model_dir, "hparams.json"), encoding="utf-8") as f:
-        default_n = HParams.from_dict(json.load(f)).checkpoint_average
+      default_n = ModelDir(model_dir).read_hparams().checkpoint_average
       checkpoints = averaging.last_checkpoints(model_dir, FLAGS.num_last or default_n)
     path, _ = averaging.average_checkpoints(checkpoints, FLAGS.output_dir, model_dir)
   except FileNotFoundError as e:  # a checkpoint or hparams.json that is not there: data

@@ -16,14 +16,13 @@ line on stdout; --output_json also writes {"nll", "ppl", "target_pieces", "pairs
 "checkpoint", "data"}.
 """
 
-import json
-import os
 
 from absl import flags
 
 from t2t_repro import errors, fileio
 from t2t_repro.commands import shared_flags
 from t2t_repro.data import corpus, problems
+from t2t_repro.model_dir import ModelDir
 
 FLAGS = flags.FLAGS
 
@@ -43,15 +42,6 @@ def define_flags():
   flags.DEFINE_string("output_json", None, "Also write the result as JSON to this file.")
 
 
-def _run_flags(model_dir):
-  """The training flags of `model_dir` (its flags.json), or {} when it has none."""
-  path = os.path.join(model_dir, "flags.json")
-  if not os.path.exists(path):
-    return {}
-  with open(path, encoding="utf-8") as f:
-    return json.load(f)
-
-
 def _pairs():
   """(streamed corpus, description) of the data the flags name: read once, in bounded
   memory, whatever its size (`data.corpus`)."""
@@ -61,7 +51,7 @@ def _pairs():
     if FLAGS.problem:
       raise errors.UsageError("give either --src/--tgt or --problem, not both")
     return corpus.ParallelCorpus([(FLAGS.src, FLAGS.tgt)]), f"{FLAGS.src}, {FLAGS.tgt}"
-  run = _run_flags(FLAGS.model_dir)
+  run = ModelDir(FLAGS.model_dir).read_flags()
   name = FLAGS.problem or run.get("problem")
   if not name:
     raise errors.UsageError(f"--model_dir={FLAGS.model_dir} has no flags.json naming its problem: "
@@ -86,7 +76,7 @@ def main(argv):
   pairs, data = _pairs()
   from t2t_repro.decoding import loading  # pylint: disable=import-outside-toplevel
   from t2t_repro.training.perplexity import perplexity  # pylint: disable=import-outside-toplevel
-  checkpoint = loading.resolve_checkpoint(FLAGS.model_dir, FLAGS.checkpoint_path)
+  checkpoint = ModelDir(FLAGS.model_dir).resolve_checkpoint(FLAGS.checkpoint_path)
   model, hparams, tokenizer = loading.load_for_inference(FLAGS.model_dir, checkpoint)
   try:
     result = perplexity(model, tokenizer, pairs,

@@ -1,10 +1,9 @@
 """Loading trained model directories for inference: one model or an ensemble.
 
-Model directory layout (docs/DESIGN.md): `hparams.json` (HParams.to_json()),
-`vocab.model` (sentencepiece), checkpoints `ckpt-N.index` / `ckpt-N.data-*` and the
-`checkpoint` state file of a `tf.train.CheckpointManager` over
-`tf.train.Checkpoint(model=..., optimizer=..., [step=...])`. A model dir's `best/` and
-`averaged/` subfolders are model dirs of their own and load the same way.
+The model directory's layout is `t2t_repro.model_dir.ModelDir`'s; its checkpoints are
+`tf.train.Checkpoint(model=..., optimizer=..., ...)`, of which only the model is read. A
+model dir's `best/` and `averaged/` subfolders are model dirs of their own and load the
+same way.
 
 Ensembles (`load_models`): several model dirs and/or checkpoints, given as
 comma-separated lists (translate's `--model_dir=runs/a,runs/b`,
@@ -15,8 +14,6 @@ max_positions, and the decode settings' defaults (beam_size, alpha,
 decode_extra_length) come from the first model's hparams.
 """
 
-import json
-import os
 import typing
 
 import keras
@@ -26,41 +23,11 @@ from t2t_repro.data.vocab import Tokenizer
 from t2t_repro import errors
 from t2t_repro.decoding.ensemble import Ensemble
 from t2t_repro.hparams import HParams
+from t2t_repro.model_dir import ModelDir
 from t2t_repro.model.transformer import Transformer
 from t2t_repro.model.weights import restore_weights
 
 INFERENCE_DTYPES = ("float32", "bfloat16")
-
-
-def _files(model_dir):
-  paths = [os.path.join(model_dir, "hparams.json"), os.path.join(model_dir, "vocab.model")]
-  for path in paths:
-    if not tf.io.gfile.exists(path):
-      raise FileNotFoundError(f"{path} does not exist (is {model_dir} a model dir?)")
-  return paths
-
-
-def resolve_checkpoint(model_dir, checkpoint_path=None):
-  """The checkpoint prefix to load: `checkpoint_path` if it exists, else (None) the
-  latest of `model_dir`.
-
-  Raises:
-    FileNotFoundError: no such checkpoint / no checkpoint in model_dir.
-  """
-  if checkpoint_path is None:
-    checkpoint_path = tf.train.latest_checkpoint(model_dir)
-    if checkpoint_path is None:
-      raise FileNotFoundError(f"no checkpoint in {model_dir} (no 'checkpoint' state file)")
-  elif not tf.io.gfile.exists(f"{checkpoint_path}.index"):
-    raise FileNotFoundError(f"checkpoint {checkpoint_path} does not exist (no .index file)")
-  return checkpoint_path
-
-
-def read_hparams(model_dir):
-  """The `HParams` of `{model_dir}/hparams.json` (FileNotFoundError, ValueError if bad)."""
-  hparams_path = _files(model_dir)[0]
-  with tf.io.gfile.GFile(hparams_path) as f:
-    return HParams.from_dict(json.load(f), origin=hparams_path)
 
 
 def load_for_inference(model_dir, checkpoint_path=None, inference_dtype="float32"):
@@ -86,9 +53,11 @@ def load_for_inference(model_dir, checkpoint_path=None, inference_dtype="float32
   """
   if inference_dtype not in INFERENCE_DTYPES:
     raise ValueError(f"inference_dtype must be one of {INFERENCE_DTYPES}, got {inference_dtype!r}")
-  hparams = read_hparams(model_dir)
-  tokenizer = Tokenizer.from_file(_files(model_dir)[1])
-  checkpoint_path = resolve_checkpoint(model_dir, checkpoint_path)
+  files = ModelDir(model_dir)
+  files.check_files()
+  hparams = files.read_hparams()
+  tokenizer = Tokenizer.from_file(files.vocab_path)
+  checkpoint_path = files.resolve_checkpoint(checkpoint_path)
   policy = keras.mixed_precision.global_policy()
   keras.mixed_precision.set_global_policy(
       "mixed_bfloat16" if inference_dtype == "bfloat16" else "float32")
@@ -145,7 +114,9 @@ def check_same_vocabulary(model_dirs):
   """Raises EnsembleError naming the model dirs whose vocab.model differs from the first's."""
   reference = None
   for model_dir in model_dirs:
-    with tf.io.gfile.GFile(_files(model_dir)[1], "rb") as f:
+    files = ModelDir(model_dir)
+    files.check_files()
+    with tf.io.gfile.GFile(files.vocab_path, "rb") as f:
       data = f.read()
     if reference is None:
       reference = data
@@ -175,12 +146,12 @@ def load_models(model_dirs, checkpoint_paths=(), inference_dtype="float32"):
   pairs = members(model_dirs, checkpoint_paths)
   model_dirs = list(dict.fromkeys(d for d, _ in pairs))
   check_same_vocabulary(model_dirs)
-  sizes = {d: read_hparams(d).vocab_size for d in model_dirs}
+  sizes = {d: ModelDir(d).read_hparams().vocab_size for d in model_dirs}
   for model_dir in model_dirs:
     if sizes[model_dir] != sizes[model_dirs[0]]:
       raise EnsembleError(f"an ensemble needs one vocabulary: {model_dir} has vocab_size "
                           f"{sizes[model_dir]}, {model_dirs[0]} {sizes[model_dirs[0]]}")
-  paths = [resolve_checkpoint(d, c) for d, c in pairs]
+  paths = [ModelDir(d).resolve_checkpoint(c) for d, c in pairs]
   loaded = [load_for_inference(d, path, inference_dtype) for (d, _), path in zip(pairs, paths)]
   models = [model for model, _, _ in loaded]
   model = models[0] if len(models) == 1 else Ensemble(models)

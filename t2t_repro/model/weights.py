@@ -13,6 +13,7 @@ import os
 import tensorflow as tf
 
 from t2t_repro import fileio
+from t2t_repro import model_dir as model_dir_lib
 
 
 def _unrestored(model):
@@ -46,8 +47,6 @@ def restore_weights(model, checkpoint_path):
                      f"{len(model.weights)} weights (or holds NaN), e.g. {missing[0]}")
 
 
-# The files besides checkpoints that make a folder a model dir (translate, export, averaging).
-MODEL_DIR_FILES = ("hparams.json", "vocab.model", "flags.json")
 
 
 def write_weights_model_dir(model, step, source_dir, output_dir, info_name, info):
@@ -55,7 +54,7 @@ def write_weights_model_dir(model, step, source_dir, output_dir, info_name, info
 
   The checkpoint `ckpt-{step}` is written by a `tf.train.CheckpointManager` (max 1
   kept), whose `checkpoint` index is replaced atomically after the files are
-  complete; then `MODEL_DIR_FILES` are copied from `source_dir` and `info` is
+  complete; then `model_dir.FILES` are copied from `source_dir` and `info` is
   written to `{output_dir}/{info_name}` (atomically). Used for averaged models and
   the best checkpoint (`model_dir/best/`).
 
@@ -73,7 +72,7 @@ def write_weights_model_dir(model, step, source_dir, output_dir, info_name, info
   checkpoint = tf.train.Checkpoint(model=model, step=tf.Variable(step, dtype=tf.int64))
   path = tf.train.CheckpointManager(checkpoint, output_dir, max_to_keep=1).save(
       checkpoint_number=step)
-  for name in MODEL_DIR_FILES:
+  for name in model_dir_lib.FILES:
     if os.path.exists(os.path.join(source_dir, name)):
       with open(os.path.join(source_dir, name), "rb") as f:
         fileio.write_atomic(os.path.join(output_dir, name), f.read())

@@ -23,6 +23,7 @@ from t2t_repro.data import text_files
 from t2t_repro import hparams as hparams_lib
 from t2t_repro.decoding.translator import DecodeConfig, Translator
 from t2t_repro.decoding.loading import load_models, split_names
+from t2t_repro.model_dir import ModelDir
 from t2t_repro.parsing import augment, evalb
 from t2t_repro.parsing import prepare as prepare_lib
 from t2t_repro.parsing import treebank
@@ -228,7 +229,7 @@ def train_parser(ptb_dir, model_dir, data_dir, *, splits=None, leaves="word",
   stats = prepare_lib.prepare(ptb_dir, data_dir, splits, leaves,
                               augment_copies=augment_copies, augment_rate=augment_rate)
   print(prepare_lib.format_stats(stats), flush=True)
-  vocab_path = os.path.join(model_dir, "vocab.model")
+  vocab_path = ModelDir(model_dir).vocab_path
   train_src = fileio.read_lines(os.path.join(data_dir, "train.src"))
   train_tgt = fileio.read_lines(os.path.join(data_dir, "train.tgt"))
   if bracket_vocab and not os.path.exists(vocab_path):

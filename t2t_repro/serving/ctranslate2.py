@@ -31,6 +31,7 @@ import os
 import numpy as np
 
 from t2t_repro.data.vocab import EOS_ID, PAD_ID, UNK_ID
+from t2t_repro.model_dir import ModelDir
 from t2t_repro.model.position import sinusoid_table
 
 QUANTIZATIONS = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16", "float16",
@@ -200,8 +201,8 @@ def export_ctranslate2(model_dir, output_dir, checkpoint_path=None, quantization
     raise ValueError(f"unknown quantization {quantization!r}; one of {', '.join(QUANTIZATIONS)}")
   if os.path.isdir(output_dir) and os.listdir(output_dir) and not overwrite:
     raise FileExistsError(f"output dir {output_dir} is not empty (use --overwrite)")
-  from t2t_repro.decoding.loading import load_for_inference, read_hparams  # pylint: disable=import-outside-toplevel
-  if read_hparams(model_dir).position_encoding == "relative":
+  from t2t_repro.decoding.loading import load_for_inference  # pylint: disable=import-outside-toplevel
+  if ModelDir(model_dir).read_hparams().position_encoding == "relative":
     raise ValueError(f"{model_dir} uses relative position representations (position_encoding="
                      "relative), which this CTranslate2 export does not convert; serve it with "
                      "the SavedModel (--format=saved_model)")

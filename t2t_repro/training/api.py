@@ -15,13 +15,13 @@ it was, or absent. A model dir that holds a run resumes from its latest checkpoi
 """
 
 import dataclasses
-import os
 import tempfile
 
 from absl import logging
 
 from t2t_repro import errors
 from t2t_repro import hparams as hparams_lib
+from t2t_repro.model_dir import ModelDir
 from t2t_repro.training import preflight, signals
 
 
@@ -100,7 +100,7 @@ def train(config):
     logging.info("%s at step %d", f"resumed from {restored}" if restored else
                  f"starting from the weights of {init[0]}" if init else "starting", trainer.step)
     run_info = {"hparams": _overrides_description(config),
-                "vocab": os.path.join(model_dir, "vocab.model"), "restored": restored,
+                "vocab": ModelDir(model_dir).vocab_path, "restored": restored,
                 "init_from": None if restored or not init else init[0],
                 "flags": dataclasses.asdict(config), "update_changed": update_changed}
 

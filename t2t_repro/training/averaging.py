@@ -10,7 +10,6 @@ global step of the newest source checkpoint, with an `averaged.json` naming the
 sources. Used by `tools/average_checkpoints.py` and by `train --average_last=N`.
 """
 
-import json
 import os
 import re
 import sys
@@ -18,9 +17,9 @@ import sys
 import numpy as np
 import tensorflow as tf
 
-from t2t_repro.hparams import HParams
 from t2t_repro.model.transformer import Transformer
 from t2t_repro.model.weights import restore_weights, write_weights_model_dir
+from t2t_repro.model_dir import ModelDir
 
 
 def last_checkpoints(model_dir, num_last):
@@ -123,9 +122,7 @@ def average_checkpoints(checkpoints, output_dir, model_dir=None):
   for path in checkpoints:
     if not tf.io.gfile.exists(f"{path}.index"):
       raise FileNotFoundError(f"checkpoint {path} does not exist (no .index file)")
-  hparams_path = os.path.join(model_dir, "hparams.json")
-  with open(hparams_path, encoding="utf-8") as f:
-    hparams = HParams.from_dict(json.load(f), origin=hparams_path)
+  hparams = ModelDir(model_dir).read_hparams()
   model = average_weights(checkpoints, hparams)
   step = max(checkpoint_step(p) for p in checkpoints)
   path = write_weights_model_dir(

@@ -20,9 +20,9 @@ import tempfile
 from typing import Optional
 
 from t2t_repro import fileio
+from t2t_repro import model_dir as model_dir_lib
 from t2t_repro.model.weights import write_weights_model_dir
 
-BEST_DIR = "best"
 STATE_FILE = "early_stopping.json"
 
 
@@ -74,7 +74,7 @@ class BestCheckpoint:
 
   def __init__(self, model_dir, metric, patience=0, min_improvement=0.0, chief=True):
     self.model_dir, self.chief = model_dir, chief
-    self.dir = os.path.join(model_dir, BEST_DIR)
+    self.dir = os.path.join(model_dir, model_dir_lib.BEST_DIR)
     self.state_path = os.path.join(model_dir, STATE_FILE)
     self.patience = Patience(metric, patience, min_improvement)
     self.info = read_best(self.dir)

@@ -12,6 +12,7 @@ import tensorflow as tf
 from absl import logging
 
 from t2t_repro import evaluation, logs
+from t2t_repro import model_dir as model_dir_lib
 from t2t_repro.data import batching
 from t2t_repro.errors import DataError
 from t2t_repro.training import averaging, report
@@ -26,8 +27,6 @@ from t2t_repro.training.signals import StopSignal, exit_at_once
 # refusing to train, so a normal start tokenizes a small sample only.
 SAMPLE_PAIRS = 1000
 CHECK_PAIRS = 30000
-AVERAGED_DIR = "averaged"
-EMA_DIR = "ema"
 
 
 def _train_data(trainer, pairs, tokenizer, seed, cache_mb):
@@ -377,7 +376,7 @@ class _Run:
       self.progress.line(f"--average_last={self.config.average_last}: only {len(paths)} "
                          "checkpoints are kept; averaging those")
     self.result.averaged, (_, model) = _replace_dir(
-        model_dir, AVERAGED_DIR, lambda staging: averaging.average_checkpoints(paths, staging,
+        model_dir, model_dir_lib.AVERAGED_DIR, lambda staging: averaging.average_checkpoints(paths, staging,
                                                                               model_dir))
     self.progress.line(f"averaged {len(paths)} checkpoints into {self.result.averaged}")
     return model, len(paths)
@@ -387,7 +386,7 @@ class _Run:
     one) and evaluates it on dev; records both in `result.ema`."""
     trainer = self.trainer
     with trainer.ema_weights() as model:
-      path, _ = _replace_dir(trainer.model_dir, EMA_DIR, lambda staging: write_weights_model_dir(
+      path, _ = _replace_dir(trainer.model_dir, model_dir_lib.EMA_DIR, lambda staging: write_weights_model_dir(
           model, trainer.step, trainer.model_dir, staging, "ema.json",
           {"ema_decay": self.config.ema_decay, "step": trainer.step}))
       self.progress.line(f"wrote the moving average of the weights (decay "

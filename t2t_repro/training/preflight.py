@@ -7,7 +7,6 @@ The messages name the train command's flags (a `TrainConfig` field has the flag'
 
 import dataclasses
 import glob
-import json
 import os
 import shutil
 import tempfile
@@ -18,6 +17,7 @@ from absl import logging
 from t2t_repro import errors
 from t2t_repro import fileio
 from t2t_repro import hparams as hparams_lib
+from t2t_repro.model_dir import ModelDir
 from t2t_repro.training.config import BEST_METRICS, DISTRIBUTIONS, FIELD_MINIMUM, MIXED_PRECISIONS
 
 # Settings that define one optimizer update; a resume that changes them is refused.
@@ -109,10 +109,10 @@ def check_model_dir(model_dir, hp):
   Raises:
     errors.UsageError: naming the differing hparams.
   """
-  saved_path = os.path.join(model_dir, "hparams.json")
-  if not os.path.exists(saved_path):
+  files = ModelDir(model_dir)
+  if not files.has_hparams():
     return
-  saved = hparams_lib.get_hparams(saved_path).to_dict()
+  saved = files.read_hparams().to_dict()
   changed = sorted(k for k, v in hp.to_dict().items()
                    if saved[k] != v and k not in ("train_steps", "description", "batch_tokens"))
   if changed:
@@ -132,11 +132,7 @@ def check_update_settings(config, update):
     errors.UsageError: a setting differs and --allow_update_change is not given.
   """
   model_dir = config.model_dir
-  path = os.path.join(model_dir, "flags.json")
-  if not os.path.exists(path):
-    return []
-  with open(path, encoding="utf-8") as f:
-    saved = json.load(f).get("update") or {}
+  saved = ModelDir(model_dir).read_flags().get("update") or {}
   changed = [k for k in UPDATE_SETTINGS if k in saved and saved[k] != update[k]]
   if not changed:
     return []
@@ -187,13 +183,14 @@ def check_init_from(config, hp, problem):
   if not config.init_from:
     return None
   from t2t_repro.data import vocab as vocab_lib  # pylint: disable=import-outside-toplevel
-  from t2t_repro.decoding import loading  # pylint: disable=import-outside-toplevel
   source = config.init_from.rstrip("/")
   source_dir, checkpoint = (source, None) if os.path.isdir(source) else (os.path.dirname(source),
                                                                         source)
   try:
-    checkpoint = loading.resolve_checkpoint(source_dir, checkpoint)
-    saved = loading.read_hparams(source_dir)
+    source_files = ModelDir(source_dir)
+    source_files.check_files()
+    checkpoint = source_files.resolve_checkpoint(checkpoint)
+    saved = source_files.read_hparams()
   except (FileNotFoundError, ValueError) as e:
     raise errors.UsageError(f"--init_from={config.init_from}: {e}") from None
   if os.path.abspath(source_dir) == os.path.abspath(config.model_dir):
@@ -205,7 +202,7 @@ def check_init_from(config, hp, problem):
     raise errors.UsageError(f"--init_from={config.init_from} is a model of another shape than "
                          f"--hparams={config.hparams} --hparams_override={config.hparams_override} "
                          f"({'; '.join(diffs)}); give --hparams={source_dir}/hparams.json")
-  vocab = os.path.join(source_dir, "vocab.model")
+  vocab = source_files.vocab_path
   if config.vocab_dir:
     cached = vocab_lib.vocab_path(problem, hp.vocab_size, config.vocab_dir, lowercase=hp.lowercase)
     if os.path.exists(cached) and _bytes(cached) != _bytes(vocab):
@@ -245,7 +242,7 @@ def prepare_vocab(config, problem, hp, staging_dir, init_vocab=None):
     errors.DataError: the training text cannot give a vocabulary of that size.
   """
   from t2t_repro.data import vocab as vocab_lib  # pylint: disable=import-outside-toplevel
-  path = os.path.join(config.model_dir, "vocab.model")
+  path = ModelDir(config.model_dir).vocab_path
   if not os.path.exists(path) and init_vocab:
     path = init_vocab
   if not os.path.exists(path):
@@ -295,14 +292,15 @@ def write_model_dir(config, hp, vocab_path, update, staging_dir):
     if removed:
       logging.warning("removed %d leftovers of interrupted checkpoint writes (%d bytes): %s",
                       len(removed), freed, ", ".join(removed))
-  if os.path.abspath(vocab_path) != os.path.abspath(os.path.join(target, "vocab.model")):
+  files = ModelDir(target)
+  if os.path.abspath(vocab_path) != os.path.abspath(files.vocab_path):
     with open(vocab_path, "rb") as f:
-      fileio.write_atomic(os.path.join(target, "vocab.model"), f.read())
+      fileio.write_atomic(files.vocab_path, f.read())
   for path in glob.glob(os.path.join(staging_dir, "corpus.*.json")):
     with open(path, "rb") as f:
       fileio.write_atomic(os.path.join(target, os.path.basename(path)), f.read())
-  fileio.write_json(os.path.join(target, "hparams.json"), hp.to_dict())
-  fileio.write_json(os.path.join(target, "flags.json"),
+  fileio.write_json(files.hparams_path, hp.to_dict())
+  fileio.write_json(files.flags_path,
                     dataclasses.asdict(config) | {"time": time.ctime(), "update": update})
   if fresh:
     os.rename(target, model_dir)
