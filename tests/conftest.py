@@ -1,6 +1,9 @@
 """Shared pytest fixtures."""
 
+import contextlib
 import dataclasses
+import fcntl
+import json
 import os
 import subprocess
 import sys
@@ -43,17 +46,47 @@ def tool_path(name):
   return os.path.join(_REPO_ROOT, "tools", f"{name}.py")
 
 
+@contextlib.contextmanager
+def _built_once(tmp_path_factory, name):
+  """(folder, done): a folder that every pytest-xdist worker of this session shares, held
+  under an exclusive lock; `done` is False for the first worker to get it, which builds
+  the folder's contents and must write `{folder}/done.json`, and True for the others,
+  which read them. Without xdist the folder is the session's own."""
+  root = tmp_path_factory.getbasetemp()
+  if os.environ.get("PYTEST_XDIST_WORKER"):
+    root = root.parent  # the basetemp every worker's basetemp sits in
+  folder = root / name
+  with open(root / f"{name}.lock", "w", encoding="utf-8") as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    folder.mkdir(exist_ok=True)
+    yield folder, (folder / "done.json").exists()
+
+
 @pytest.fixture(scope="session")
 def multi30k_slice(shared_data_dir, tmp_path_factory):
   """The first 6000 train and 300 val pairs of Multi30k, as parallel_text files
-  (train.en/.de, dev.en/.de); also the vocabulary cache of the CLI runs."""
-  out = tmp_path_factory.mktemp("m30k")
-  for split, name, n in (("train", "train", 6000), ("dev", "val", 300)):
-    for lang in ("en", "de"):
-      with open(os.path.join(shared_data_dir, "multi30k", f"{name}.{lang}"), encoding="utf-8") as f:
-        lines = [next(f) for _ in range(n)]
-      (out / f"{split}.{lang}").write_text("".join(lines), encoding="utf-8")
+  (train.en/.de, dev.en/.de); also the vocabulary cache of the CLI runs. One folder for
+  the whole session (all xdist workers): tests treat it as read-only."""
+  with _built_once(tmp_path_factory, "m30k") as (out, done):
+    if not done:
+      for split, name, n in (("train", "train", 6000), ("dev", "val", 300)):
+        for lang in ("en", "de"):
+          with open(os.path.join(shared_data_dir, "multi30k", f"{name}.{lang}"),
+                    encoding="utf-8") as f:
+            lines = [next(f) for _ in range(n)]
+          (out / f"{split}.{lang}").write_text("".join(lines), encoding="utf-8")
+      _learn_tiny_vocab(out)  # before any worker's training run would learn it concurrently
+      (out / "done.json").write_text("{}", encoding="utf-8")
   return out
+
+
+def _learn_tiny_vocab(data):
+  """The vocabulary `train_command`'s runs use (`tiny`: 2000 pieces), cached in `data`."""
+  from t2t_repro.data import problems, vocab  # pylint: disable=import-outside-toplevel
+  from t2t_repro.hparams import get_hparams  # pylint: disable=import-outside-toplevel
+  problem = problems.get_problem("parallel_text", None, train_src=str(data / "train.en"),
+                                 train_tgt=str(data / "train.de"))
+  vocab.get_or_learn_vocab(problem, get_hparams("tiny").vocab_size, str(data))
 
 
 def train_command(data, model_dir, *extra):
@@ -81,10 +114,21 @@ def trained_run(multi30k_slice, tmp_path_factory):
   model or the command's output: `tiny` for 300 steps on real Multi30k text (dev loss at
   step 0 and 300, dev BLEU and test BLEU on 20 lines, checkpoints at 100, 200, 300), at the
   default verbosity (TF_CPP_MIN_LOG_LEVEL unset) with stdout and stderr redirected to files.
+  Trained once per session, whatever the number of xdist workers; tests only read it.
   """
-  work = tmp_path_factory.mktemp("trained")
+  with _built_once(tmp_path_factory, "trained") as (work, done):
+    if not done:
+      _train_shared_run(multi30k_slice, work)
+    info = json.loads((work / "done.json").read_text(encoding="utf-8"))
+  return TrainedRun(work / "model", info["returncode"],
+                    (work / "stdout.txt").read_text(encoding="utf-8"),
+                    (work / "stderr.txt").read_text(encoding="utf-8"), info["exit_after_last_line"])
+
+
+def _train_shared_run(data, work):
+  """Runs `trained_run`'s command into `work`; writes work/done.json (return code, seconds
+  from the last byte written to stderr to the exit)."""
   model_dir = work / "model"
-  data = multi30k_slice
   cmd = train_command(data, model_dir, "--train_steps=300", "--eval_every_steps=300",
                       "--eval_at_start", "--dev_bleu_lines=20", "--test_bleu_lines=20",
                       "--save_checkpoints_steps=100", f"--test_src={data / 'dev.en'}",
@@ -102,8 +146,8 @@ def trained_run(multi30k_slice, tmp_path_factory):
     exited = time.monotonic()
   if os.path.getsize(err_path) != size:  # written during the last poll interval
     last_write = exited
-  return TrainedRun(model_dir, proc.returncode, out_path.read_text(encoding="utf-8"),
-                    err_path.read_text(encoding="utf-8"), exited - last_write)
+  (work / "done.json").write_text(json.dumps(
+      {"returncode": proc.returncode, "exit_after_last_line": exited - last_write}), encoding="utf-8")
 
 
 _EXIT_STATUS = []
