@@ -287,12 +287,14 @@ def parse_overrides(overrides):
   return result
 
 
-def get_hparams(name_or_path="base", overrides=""):
+def get_hparams(name_or_path="base", overrides="", **values):
   """Resolves a registered set (or a JSON file) and applies overrides.
 
   Args:
     name_or_path: a name from `list_hparams()` or a path to a .json file.
-    overrides: "key=value,..." with values parsed to each field's type.
+    overrides: "key=value,..." with values parsed to each field's type (--hparams_override).
+    **values: typed field values applied last, as they are (the train command's
+      --train_steps and --batch_tokens; None values are skipped).
 
   Returns:
     A validated `HParams`.
@@ -302,6 +304,7 @@ def get_hparams(name_or_path="base", overrides=""):
       (the message lists the valid keys), a value of the wrong type, or an
       invalid value.
   """
-  values = _load_raw(name_or_path)
-  values.update(parse_overrides(overrides))
-  return HParams.from_dict(values, origin=f"hparams {name_or_path!r}")
+  merged = _load_raw(name_or_path)
+  merged.update(parse_overrides(overrides))
+  merged.update({k: v for k, v in values.items() if v is not None})
+  return HParams.from_dict(merged, origin=f"hparams {name_or_path!r}")

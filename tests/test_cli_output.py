@@ -94,7 +94,7 @@ def test_help_lists_every_problem_and_hparam_set():
   result = _run(["-m", "t2t_repro.train", "--help"])  # absl's --help exits with 1
   assert result.stderr == "" and "--model_dir" in result.stdout, result.stderr[-2000:]
   text = re.sub(r"\s+", " ", result.stdout)
-  problems = re.search(r"--problem: Named data source: ([^.]*)\.", text).group(1).split(", ")
+  problems = re.search(r"--problem: Named data source. One of: ([^.]*)\.", text).group(1).split(", ")
   assert problems == list_problems()
   sets = re.search(r"--list_hparams describes them\): ([^.]*)\.", text).group(1).split(", ")
   assert sets == hparams_lib.list_hparams() and "big" in sets and "tiny" in sets

@@ -4,8 +4,8 @@
 flags, errors and exit statuses:
 
 * the console script `t2t-<name>` (`-` for `_`; setup.cfg's `console_scripts`, checked
-  against this registry by tests/test_launch.py), which calls the function `<name>` of
-  `launch`;
+  against this registry by tests/test_launch.py), each `launch.main`, which runs the
+  command its name gives;
 * `python -m t2t_repro.<name>`, a one-line module at the package top;
 * `python tools/<name>.py` for the tools the README shows (`average`, `parse`,
   `plot_attention`).

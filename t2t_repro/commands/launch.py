@@ -1,10 +1,11 @@
-"""Starts a command: the registry `COMMANDS`, the console scripts' functions and `launch`.
+"""Starts a command: the registry `COMMANDS`, the console scripts' entry point `main` and
+`launch`.
 
 See `t2t_repro.commands` for the three ways in.
 """
 
-import functools
 import importlib
+import os
 import sys
 
 # The commands, by name (module t2t_repro.commands.<name>).
@@ -57,7 +58,8 @@ _SHARED_FLAG_MODULES = ("t2t_repro.commands.shared_flags", "t2t_repro.decoding.c
 
 
 def launch(name):
-  """Entry point of a console script, `python -m t2t_repro.<name>` and `tools/<name>.py`:
+  """Entry point of `python -m t2t_repro.<name>`, `tools/<name>.py` and (through `main`) the
+  console scripts:
   `run_command(name)`, then ends the process with its exit status (`logs.finish`: flushes
   the output and skips TensorFlow's slow teardown)."""
   code = run_command(name)
@@ -65,21 +67,17 @@ def launch(name):
   logs.finish(code)
 
 
-def _entry_point(name):
-  entry = functools.partial(launch, name)
-  entry.__doc__ = f"`{console_script(name)}`: the command `t2t_repro.commands.{name}`."
-  return entry
+def main():
+  """Entry point of every console script (setup.cfg): `t2t-<name>` runs command <name>."""
+  script = os.path.basename(sys.argv[0])
+  name = command_of_script(script)
+  if name is None:
+    sys.exit(f"{script}: not a t2t_repro command; commands: "
+             f"{', '.join(console_script(n) for n in COMMANDS)}")
+  launch(name)
 
 
-train = _entry_point("train")
-translate = _entry_point("translate")
-evaluate = _entry_point("evaluate")
-validate = _entry_point("validate")
-score = _entry_point("score")
-export = _entry_point("export")
-summary = _entry_point("summary")
-average = _entry_point("average")
-parse = _entry_point("parse")
-plot_attention = _entry_point("plot_attention")
-download = _entry_point("download")
-stats = _entry_point("stats")
+def command_of_script(script):
+  """The command a console script runs ("t2t-plot-attention" -> "plot_attention"), or None."""
+  name = script.removeprefix("t2t-").replace("-", "_")
+  return name if script.startswith("t2t-") and name in COMMANDS else None

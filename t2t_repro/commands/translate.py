@@ -146,6 +146,10 @@ def _output_lines(nbest, first_line=0):
           (line.split("\t", 1) for line in translator_lib.format_nbest(nbest))]
 
 
+def _lines(count):
+  return f"{count} line" if count == 1 else f"{count} lines"
+
+
 def _translate_stream(translator):
   """Translates stdin in small batches (`streaming.line_batches`), flushing each batch's
   output at once, so `producer | translate | consumer` runs line by line."""
@@ -155,7 +159,7 @@ def _translate_stream(translator):
     sys.stdout.flush()
     done += len(batch)
   if FLAGS.progress:
-    logging.info("translated %d lines in %s", done, logs.hms(time.monotonic() - started))
+    logging.info("translated %s in %s", _lines(done), logs.hms(time.monotonic() - started))
 
 
 def main(argv):
@@ -185,7 +189,7 @@ def main(argv):
   progress = FLAGS.progress and logs.stderr_is_terminal()
   nbest = translator.nbest(lines, progress, return_ids=bool(FLAGS.alignments), prefixes=prefixes)
   if FLAGS.progress and not progress:
-    logging.info("translated %d lines in %s", len(lines), logs.hms(time.monotonic() - started))
+    logging.info("translated %s in %s", _lines(len(lines)), logs.hms(time.monotonic() - started))
   if FLAGS.alignments:
     fileio.write_lines(FLAGS.alignment_file, alignment.alignment_lines(
         translator, lines, nbest, FLAGS.alignments, FLAGS.alignment_layer))

@@ -108,7 +108,7 @@ def learn_vocab(texts, vocab_size, model_prefix, *, lowercase=False, character_c
                     MAX_SENTENCE_BYTES)
   path = f"{model_prefix}.model"
   fileio.write_atomic(path, model.getvalue())
-  logging.info("Learned a %d-piece BPE vocabulary from %d sentences: %s", vocab_size, count[0], path)
+  logging.info("learned a %d-piece BPE vocabulary from %d sentences", vocab_size, count[0])
   return path
 
 

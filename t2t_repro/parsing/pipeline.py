@@ -222,8 +222,7 @@ def train_parser(ptb_dir, model_dir, data_dir, *, splits=None, leaves="word",
     the errors of ``prepare.prepare`` and ``hparams.get_hparams``.
   """
   # The hparams as the trainer resolves them, checked before anything is written.
-  hp = hparams_lib.get_hparams(hparams, ",".join(filter(None, (
-      hparams_override, "" if train_steps is None else f"train_steps={train_steps}"))))
+  hp = hparams_lib.get_hparams(hparams, hparams_override, train_steps=train_steps)
   augment.check_settings(augment_copies, augment_rate)
   os.makedirs(model_dir, exist_ok=True)
   stats = prepare_lib.prepare(ptb_dir, data_dir, splits, leaves,

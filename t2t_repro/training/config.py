@@ -1,7 +1,7 @@
 """The settings of one training run as a typed value: `TrainConfig`.
 
-`python -m t2t_repro.train` defines one flag per field (same name, same default) and
-builds a `TrainConfig` from them; a library caller (e.g. `parsing.pipeline`) builds
+`python -m t2t_repro.train` generates one flag per field (same name, type, default, help
+and choices) and builds a `TrainConfig` from them; a library caller (e.g. `parsing.pipeline`) builds
 one directly and calls `training.api.train(config)`, like fairseq's `main(cfg)` or
 Model Garden's `run_experiment(params)`. `flags.json` in the model dir records
 `dataclasses.asdict(config)`.
@@ -22,53 +22,111 @@ MIXED_PRECISIONS = ("none", "mixed_float16", "mixed_bfloat16")
 BEST_METRICS = ("loss", "bleu", "none")
 
 
+def _field(default, help_text, choices=None):
+  """A `TrainConfig` field: its default, its help (the flag's) and its allowed values."""
+  metadata = {"help": help_text}
+  if choices is not None:
+    metadata["choices"] = choices
+  return dataclasses.field(default=default, metadata=metadata)
+
+
+def field_kind(field):
+  """The Python type of a `TrainConfig` field (Optional[int] -> int)."""
+  if isinstance(field.type, type):
+    return field.type
+  return next(t for t in field.type.__args__ if t is not type(None))
+
+
 @dataclasses.dataclass
 class TrainConfig:
-  """Every setting of a training run; the field docs are the train command's flag help.
+  """Every setting of a training run. Each field's `help` (its metadata, as fairseq's
+  config fields) is the train command's flag help: the flags are generated from the
+  fields (`t2t_repro.commands.train`), same name, type, default and choices.
 
   Units: `*_steps` optimizer updates, `save_checkpoints_secs` seconds,
   `train_minutes` minutes, `cache_examples_mb` MiB, `batch_tokens` tokens per
   replica per micro-batch. None means "the hparam set's value" for train_steps and
   batch_tokens, "all visible" for num_gpus and $T2T_DATA_DIR for data_dir.
   """
-  model_dir: Optional[str] = None
-  hparams: str = "base"
-  hparams_override: str = ""
-  problem: str = "translate_ende_wmt14"
-  data_dir: Optional[str] = None
-  vocab_dir: Optional[str] = None
-  cache_examples_mb: int = 1024
-  train_steps: Optional[int] = None
-  batch_tokens: Optional[int] = None
-  distribution: str = "auto"
-  num_gpus: Optional[int] = None
-  num_cpu_replicas: int = 0
-  accum_steps: int = 1
-  mixed_precision: str = "none"
-  jit_compile: bool = False
-  save_checkpoints_steps: int = 1000
-  save_checkpoints_secs: int = 600
-  keep_checkpoint_max: int = 20
-  eval_every_steps: int = 1000
-  eval_at_start: bool = False
-  dev_bleu_lines: int = 200
-  test_bleu_lines: int = 0
-  train_minutes: float = 0
-  log_every_steps: int = 10
-  seed: int = 1234
-  train_src: Optional[str] = None
-  train_tgt: Optional[str] = None
-  dev_src: Optional[str] = None
-  dev_tgt: Optional[str] = None
-  test_src: Optional[str] = None
-  test_tgt: Optional[str] = None
-  allow_update_change: bool = False
-  best_metric: str = "loss"
-  early_stopping: int = 0
-  min_improvement: float = 0.0
-  average_last: int = 0
-  init_from: Optional[str] = None
-  ema_decay: float = 0.0
+  model_dir: Optional[str] = _field(None, "Output folder: checkpoints, hparams, vocab, TensorBoard.")
+  hparams: str = _field("base", "Hparam set name or path to a .json file.")
+  hparams_override: str = _field("", "Comma-separated key=value overrides, e.g. dropout=0.3.")
+  problem: str = _field("translate_ende_wmt14", "Named data source.")
+  data_dir: Optional[str] = _field(None, "Local data folder (default: $T2T_DATA_DIR).")
+  vocab_dir: Optional[str] = _field(
+      None, "Cache of learned BPE vocabularies, keyed by problem and size, and of the training "
+      "text's validation records (default: --model_dir). Point runs of one problem at one cache.")
+  cache_examples_mb: int = _field(
+      1024, "Keep the tokenized training examples in memory after the first pass only if they "
+      "are estimated to fit in this many MiB (0: never). A WMT-sized corpus is streamed from disk.")
+  train_steps: Optional[int] = _field(None, "Optimizer updates (default: the hparam set's).")
+  batch_tokens: Optional[int] = _field(
+      None, "Token budget per replica per micro-batch (default: the hparam set's).")
+  distribution: str = _field("auto", "tf.distribute strategy.", DISTRIBUTIONS)
+  num_gpus: Optional[int] = _field(None, "GPUs to use (default: all visible).")
+  num_cpu_replicas: int = _field(
+      0, "Split the CPU into this many logical devices and mirror over them (tests and "
+      "CPU-only emulation of several replicas).")
+  accum_steps: int = _field(1, "Micro-batches accumulated per update.")
+  mixed_precision: str = _field("none", "Keras mixed-precision policy.", MIXED_PRECISIONS)
+  jit_compile: bool = _field(False, "XLA-compile the forward/backward computation.")
+  save_checkpoints_steps: int = _field(1000, "Save every N updates (0: off).")
+  save_checkpoints_secs: int = _field(
+      600, "Save every N seconds (0: off); the paper wrote checkpoints at 10-minute intervals "
+      "(§6.1).")
+  keep_checkpoint_max: int = _field(20, "Checkpoints kept.")
+  eval_every_steps: int = _field(
+      1000, "Dev loss (and dev BLEU) every N updates and at the end (0: off).")
+  eval_at_start: bool = _field(
+      False, "Also evaluate dev before the first update (the start of the dev curve; a full "
+      "dev pass, slow for big models on a CPU).")
+  dev_bleu_lines: int = _field(200, "Dev lines decoded for the periodic dev BLEU (0: off).")
+  test_bleu_lines: int = _field(
+      0, "After training, translate this many lines of the test split with beam search and "
+      "print sacreBLEU (-1: all, 0: off).")
+  train_minutes: float = _field(
+      0, "Stop (and save) after this much wall time even if train_steps is not reached (0: no "
+      "limit) [minutes].")
+  log_every_steps: int = _field(
+      10, "TensorBoard summaries, and a log line when stderr is not a terminal, every N updates.")
+  seed: int = _field(1234, "Seed for initialization, dropout and data shuffling.")
+  train_src: Optional[str] = _field(
+      None, "Source file of the train split (parallel_text); comma-separated files or glob "
+      "patterns for aligned shards.")
+  train_tgt: Optional[str] = _field(None, "Target file(s) of the train split, in the order of "
+                                    "--train_src.")
+  dev_src: Optional[str] = _field(None, "Source file(s) of the dev split (as --train_src).")
+  dev_tgt: Optional[str] = _field(None, "Target file(s) of the dev split, in the order of --dev_src.")
+  test_src: Optional[str] = _field(None, "Source file(s) of the test split (as --train_src).")
+  test_tgt: Optional[str] = _field(None, "Target file(s) of the test split, in the order of "
+                                   "--test_src.")
+  allow_update_change: bool = _field(
+      False, "Resume although accum_steps, batch_tokens, the number of replicas or "
+      "mixed_precision differ from the run in --model_dir (the change is logged).")
+  best_metric: str = _field(
+      "loss", "Dev metric of the best checkpoint: after each dev evaluation that improves it, "
+      "model_dir/best/ is a complete model dir of that step (best.json: metric, value, step, "
+      "bleu_lines). loss: dev loss (lower is better, as fairseq's default); bleu: dev sacreBLEU "
+      "on --dev_bleu_lines; none: no best/.", BEST_METRICS)
+  early_stopping: int = _field(
+      0, "Stop after this many dev evaluations in a row without an improvement of --best_metric "
+      "by more than --min_improvement (0: off).")
+  min_improvement: float = _field(
+      0.0, "Smallest change of --best_metric that counts as an improvement (its units: loss or "
+      "BLEU points).")
+  average_last: int = _field(
+      0, "At the end of training, average the last N checkpoints into model_dir/averaged/ (a "
+      "complete model dir); the test BLEU is then the averaged model's (0: off; paper: 5 base, "
+      "20 big).")
+  init_from: Optional[str] = _field(
+      None, "Fine-tune: start from the weights of this model dir (its latest checkpoint) or "
+      "checkpoint prefix, at step 0 with a new optimizer and schedule, with its vocabulary; the "
+      "hparams must give the same model shape (e.g. --hparams=DIR/hparams.json). Ignored when "
+      "--model_dir already has checkpoints (the run resumes).")
+  ema_decay: float = _field(
+      0.0, "Keep an exponential moving average of the weights with this decay per update (e.g. "
+      "0.999; 0: off); at the end it is evaluated on dev and written to model_dir/ema/ (a "
+      "complete model dir).")
 
   def split_files(self):
     """{"train_src": ..., "dev_tgt": ...}: the explicit files of each split (None: the
@@ -79,8 +137,7 @@ class TrainConfig:
 
 def _convert(field, text):
   """The value of `--name=text` for `field` (a dataclasses.Field of TrainConfig)."""
-  kind = field.type if isinstance(field.type, type) else \
-      next(t for t in field.type.__args__ if t is not type(None))
+  kind = field_kind(field)
   if text.lower() in ("none", "") and field.default is None:
     return None
   if kind is bool:

@@ -59,16 +59,14 @@ def validate(config):
     if value is not None and value < minimum:
       raise errors.UsageError(f"--{name}={value}: must be >= {minimum}")
   _check_choices(config)
-  overrides = config.hparams_override
-  for name in ("train_steps", "batch_tokens"):
-    if getattr(config, name) is not None:
-      overrides = ",".join(filter(None, [overrides, f"{name}={getattr(config, name)}"]))
   try:
-    hp = hparams_lib.get_hparams(config.hparams, overrides)
+    hp = hparams_lib.get_hparams(config.hparams, config.hparams_override,
+                                 train_steps=config.train_steps, batch_tokens=config.batch_tokens)
   except ValueError as e:
     message = str(e)
     raise errors.UsageError(message if message.startswith("--") else
-                         f"--hparams={config.hparams} --hparams_override={overrides}: {message}")
+                            f"--hparams={config.hparams} --hparams_override="
+                            f"{config.hparams_override}: {message}")
   if hp.batch_tokens < hp.max_length:
     raise errors.UsageError(f"--batch_tokens={hp.batch_tokens} is below max_length={hp.max_length}: "
                          "one example of the longest bucket must fit a batch")
