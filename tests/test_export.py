@@ -101,16 +101,19 @@ def test_serving_sorts_and_chunks_in_input_order(model_dir):
 
 
 
-def test_chunk_size_follows_the_token_budget():
-  # Lengths with EOS of the batch above, sorted: 2 3 4 6 7 8 10 10; budget 20 tokens.
-  lengths = [2, 3, 4, 6, 7, 8, 10, 10]
-  sizes, start = [], 0
-  while start < len(lengths):
-    sizes.append(int(saved_model.chunk_size(lengths[start:], 20)))
-    start += sizes[-1]
-  # [2 3 4] (4 x 6 = 24 > 20), [6 7] (3 x 8 = 24), [8 10] (2 x 10 = 20), [10]
-  assert sizes == [3, 2, 2, 1]
-  assert [len(b) for b in batching.length_sorted_batches(lengths, 20)] == sizes  # as the CLI
+def test_decoding_batches_follow_the_token_budget():
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  # Lengths with EOS of the batch above, shuffled; budget 20 tokens. Sorted: 2 3 4 6 7 8 10 10:
+  # [2 3 4] (4 x 6 = 24 > 20), [6 7] (3 x 8 = 24), [8 10] (2 x 10 = 20), [10].
+  lengths = [10, 4, 2, 8, 6, 10, 3, 7]
+  order, sizes = batching.length_sorted_chunks(tf.constant(lengths), tf.constant(20))
+  assert sizes.numpy().tolist() == [3, 2, 2, 1]
+  assert order.numpy().tolist() == [2, 6, 1, 4, 7, 3, 0, 5]  # ties (10, 10) in input order
+  # The same function inside a graph, as the SavedModel runs it.
+  in_graph = tf.function(lambda x: batching.length_sorted_chunks(x, 20)[1])
+  assert in_graph(tf.constant(lengths)).numpy().tolist() == [3, 2, 2, 1]
+  assert batching.length_sorted_batches(lengths, 20) == [[2, 6, 1], [4, 7], [3, 0], [5]]
+  assert batching.length_sorted_chunks(tf.zeros([0], tf.int32), 20)[1].shape == [0]
 
 
 def test_bfloat16_inference_is_close_and_really_bfloat16(model_dir):

@@ -314,28 +314,54 @@ def pad_rows(rows):
   return out
 
 
-def length_sorted_batches(lengths, batch_tokens):
-  """Batches for decoding: indices sorted by length, grouped under a padded-token budget.
+@tf.function(input_signature=[tf.TensorSpec([None], tf.int32), tf.TensorSpec([], tf.int32)])
+def length_sorted_chunks(lengths, batch_tokens):
+  """The decoding batcher: sentences sorted by length, cut into token-budget batches.
 
   Decoding knows every source length up front, so it sorts them (no buckets): a batch
   holds consecutive sentences of the sorted order while len(batch) x max(length in
   batch) <= batch_tokens, the same budget (rows x padded length) as `make_dataset`'s.
+  One tf.function (traced once), so the same code batches for `decoding.translator.Translator`
+  and `decoding.scoring.Scorer` (through `length_sorted_batches`) and inside the exported
+  SavedModel's graph (`serving.saved_model`).
+
+  Args:
+    lengths: int32 [n] source lengths [tokens], each >= 1.
+    batch_tokens: int32 scalar, padded tokens per batch [tokens]; a longer sentence gets
+      a batch of its own.
+
+  Returns:
+    order: int32 [n], indices into `lengths`, shortest first (ties in input order).
+    sizes: int32 [num_batches], sentences per batch: batch b is order[sum(sizes[:b]):][:sizes[b]].
+  """
+  order = tf.argsort(lengths, stable=True)
+  sorted_lengths = tf.gather(lengths, order)
+  total = tf.size(sorted_lengths)
+
+  def cut(start, sizes):
+    # Ascending lengths: rows x (length of the last row) grows with the rows, so the
+    # sentences that fit are a prefix of what is left, of at most batch_tokens rows.
+    rest = sorted_lengths[start:start + tf.maximum(batch_tokens, 1)]
+    fits = tf.range(1, tf.size(rest) + 1) * rest <= batch_tokens
+    size = tf.maximum(tf.reduce_sum(tf.cast(fits, tf.int32)), 1)
+    return start + size, sizes.write(sizes.size(), size)
+
+  sizes = tf.TensorArray(tf.int32, size=0, dynamic_size=True, element_shape=[])
+  _, sizes = tf.while_loop(lambda start, _: start < total, cut, (tf.constant(0), sizes))
+  return order, sizes.stack()
+
+
+def length_sorted_batches(lengths, batch_tokens):
+  """`length_sorted_chunks` as Python lists, for eager callers.
 
   Args:
     lengths: list of int source lengths [tokens].
-    batch_tokens: padded tokens per batch [tokens]; a longer sentence gets a batch of
-      its own.
+    batch_tokens: padded tokens per batch [tokens].
 
   Returns:
     list of lists of indices into `lengths`, shortest first (ties in input order).
   """
-  order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
-  batches, current, longest = [], [], 0
-  for i in order:
-    longest_if_added = max(longest, lengths[i])
-    if current and longest_if_added * (len(current) + 1) > batch_tokens:
-      batches.append(current)
-      current, longest_if_added = [], lengths[i]
-    current.append(i)
-    longest = longest_if_added
-  return batches + [current] if current else batches
+  if len(lengths) == 0:  # pylint: disable=g-explicit-length-test
+    return []
+  order, sizes = length_sorted_chunks(np.asarray(lengths, np.int32), np.int32(batch_tokens))
+  return [b.tolist() for b in np.split(order.numpy(), np.cumsum(sizes.numpy())[:-1])]

@@ -41,27 +41,11 @@ import dataclasses
 import tensorflow as tf
 
 from t2t_repro.constants import EOS_ID, PAD_ID
-from t2t_repro.data import text_files
+from t2t_repro.data import batching, text_files
 from t2t_repro.decoding import config as decode_config
 from t2t_repro.decoding import scoring
 from t2t_repro.decoding import translator as translator_lib
 from t2t_repro.model.attention import non_pad_lengths
-
-
-def chunk_size(sorted_lengths, batch_tokens):
-  """Sentences in the next chunk: the most n with n * sorted_lengths[n - 1] <= batch_tokens
-  (at least 1), as `data.batching.length_sorted_batches` packs its sorted batches.
-
-  Args:
-    sorted_lengths: int32 [n] source lengths [tokens], ascending.
-    batch_tokens: int, the budget [tokens, padding included].
-
-  Returns:
-    int32 scalar.
-  """
-  # Ascending lengths: n * (length of the n-th) grows with n, so the chunk is a prefix.
-  fits = tf.range(1, tf.size(sorted_lengths) + 1) * sorted_lengths <= batch_tokens
-  return tf.maximum(tf.reduce_sum(tf.cast(fits, tf.int32)), 1)
 
 
 class _Untracked:
@@ -128,28 +112,26 @@ class ServingModule(tf.Module):
     n = config.outputs_per_sentence
     inputs = self._bounded(inputs)
     lengths = non_pad_lengths(inputs)
-    batch = tf.shape(inputs)[0]
     width = tf.reduce_max(tf.concat([lengths, [0]], 0)) + config.decode_extra_length
-    order = tf.argsort(lengths, stable=True)
+    order, sizes = batching.length_sorted_chunks(lengths, config.batch_tokens)
+    starts = tf.cumsum(sizes, exclusive=True)
     sorted_inputs, sorted_lengths = tf.gather(inputs, order), tf.gather(lengths, order)
     sorted_prefixes = None if prefixes is None else tf.gather(prefixes, order)
 
-    def body(start, ids_array, scores_array):
-      size = chunk_size(sorted_lengths[start:], config.batch_tokens)
-      chunk_lengths = sorted_lengths[start:start + size]
-      chunk = sorted_inputs[start:start + size, :tf.reduce_max(chunk_lengths)]
+    def body(b, ids_array, scores_array):
+      start, size = starts[b], sizes[b]
+      chunk = sorted_inputs[start:start + size, :tf.reduce_max(sorted_lengths[start:start + size])]
       ids, scores = translator.search(
           chunk, None if sorted_prefixes is None else sorted_prefixes[start:start + size])
       ids = tf.pad(ids, [[0, 0], [0, 0], [0, width - tf.shape(ids)[2]]])
-      return (start + size, ids_array.write(ids_array.size(), ids),
-              scores_array.write(scores_array.size(), scores))
+      return b + 1, ids_array.write(b, ids), scores_array.write(b, scores)
 
-    arrays = (tf.TensorArray(tf.int32, size=0, dynamic_size=True, infer_shape=False,
+    arrays = (tf.TensorArray(tf.int32, size=tf.size(sizes), infer_shape=False,
                              element_shape=tf.TensorShape([None, n, None])),
-              tf.TensorArray(tf.float32, size=0, dynamic_size=True, infer_shape=False,
+              tf.TensorArray(tf.float32, size=tf.size(sizes), infer_shape=False,
                              element_shape=tf.TensorShape([None, n])))
     _, ids_array, scores_array = tf.while_loop(
-        lambda start, *unused: start < batch, body, (tf.constant(0),) + arrays)
+        lambda b, *unused: b < tf.size(sizes), body, (tf.constant(0),) + arrays)
     restore = tf.argsort(order)  # sorted position of each input row
     ids = tf.reshape(ids_array.concat(), [-1, n, width])
     return tf.gather(ids, restore), tf.gather(tf.reshape(scores_array.concat(), [-1, n]), restore)
