@@ -9,7 +9,7 @@ that peak RSS is per mode and TF_ENABLE_ONEDNN_OPTS is applied at import):
 
   cached      `beam_search.beam_search` (incremental decoding with the K/V cache)
   cached_bfloat16  the same with `load_for_inference(..., inference_dtype="bfloat16")`
-  uncached    `beam_search.decode_uncached` (the full decoder over the whole prefix
+  uncached    `beam_search.beam_search(cached=False)` (the full decoder over the whole prefix
               at every step, O(T^2)); on the first `--uncached_lines` lines only,
               since it is much slower; `cached` is also timed on that subset so
               the speed-up is on identical sentences
@@ -158,9 +158,9 @@ def _run_child(mode, model_dir, input_file, lines, uncached_lines, batch_tokens,
                                         extra_decode_length=hp.decode_extra_length,
                                         eos_id=never_eos)
   else:
-    search = bs.decode_uncached if mode == "uncached" else bs.beam_search
-    decode = lambda x: search(model, x, beam_size=beam, alpha=hp.alpha, n_best=1,
-                              decode_extra_length=hp.decode_extra_length)[0][:, 0]
+    decode = lambda x: bs.beam_search(model, x, beam_size=beam, alpha=hp.alpha, n_best=1,
+                                      decode_extra_length=hp.decode_extra_length,
+                                      cached=mode != "uncached")[0][:, 0]
   start = time.perf_counter()
   decode(batches[0][1][:1])  # first call: trace (and, for the SavedModel, restore functions)
   trace_s = time.perf_counter() - start

@@ -44,17 +44,18 @@ def translator(model_dir):
 
 def test_alignment_belongs_to_the_returned_hypothesis(translator):
   nbest = translator.nbest(LINES, return_ids=True)
-  soft = [json.loads(line) for line in alignment.alignment_lines(translator, LINES, nbest, "soft")]
-  hard = alignment.alignment_lines(translator, LINES, nbest, "hard")
+  soft = [json.loads(line) for line in alignment.alignment_lines(translator, nbest, "soft")]
+  hard = alignment.alignment_lines(translator, nbest, "hard")
   hyps = [(i, hyp) for i, hyps in enumerate(nbest) for hyp in hyps]
   assert len(soft) == len(hard) == len(hyps) == 5
   lengths = set()
-  for (i, (_, text, ids)), entry, pairs in zip(hyps, soft, hard):
+  for (i, (_, text, ids, source_ids)), entry, pairs in zip(hyps, soft, hard):
     if not LINES[i]:
       assert entry == {"source": [], "target": [], "alignment": []} and pairs == ""
       continue
     assert translator.tokenizer.decode(ids).numpy().decode() == text
     source = translator.encode([LINES[i]])[0]
+    np.testing.assert_array_equal(source_ids, source)  # the decoded source, not encoded again
     # One sentence alone, unpadded, teacher-forced on the returned ids.
     weights = translator.model.attention_weights(source[None], ids[None])["encoder_decoder"][-1]
     pieces = len(ids) - int(ids[-1] == 1)  # EOS excluded; a cut hypothesis has none
@@ -68,7 +69,7 @@ def test_alignment_belongs_to_the_returned_hypothesis(translator):
 
 def test_ensemble_of_a_model_with_itself_aligns_as_the_model(translator):
   nbest = translator.nbest(LINES[:1], return_ids=True)
-  pairs = [(translator.encode(LINES[:1])[0], nbest[0][0][2])]
+  pairs = [(translator.encode(LINES[:1])[0], nbest[0][0].ids)]
   alone = alignment.sentence_weights(translator.model, pairs, layer=0)
   twice = alignment.sentence_weights(Ensemble([translator.model, translator.model]), pairs, 0)
   np.testing.assert_allclose(twice[0], alone[0], atol=1e-6)

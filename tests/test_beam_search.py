@@ -61,8 +61,12 @@ def as_numpy(fn):
 
 
 beam_search = as_numpy(bs.beam_search)
-greedy_decode = as_numpy(bs.greedy_decode)
-decode_uncached = as_numpy(bs.decode_uncached)
+
+
+def greedy_decode(model, inputs, **options):
+  """Greedy decoding is beam size 1 (alpha 0: the scores are log P): (ids [batch, T], scores [batch])."""
+  ids, scores = beam_search(model, inputs, beam_size=1, alpha=0.0, **options)
+  return ids[:, 0], scores[:, 0]
 
 
 def hyp_tokens(row):
@@ -223,7 +227,8 @@ def test_per_sentence_max_length(model, sources):
 
 def test_uncached_equals_cached(model, sources):
   ids, scores = beam_search(model, sources, beam_size=3, alpha=0.6, max_decode_length=9)
-  ids_u, scores_u = decode_uncached(model, sources, beam_size=3, alpha=0.6, max_decode_length=9)
+  ids_u, scores_u = beam_search(model, sources, beam_size=3, alpha=0.6, max_decode_length=9,
+                                cached=False)
   np.testing.assert_array_equal(ids, ids_u)
   np.testing.assert_allclose(scores, scores_u, atol=1e-5)
 

@@ -50,11 +50,17 @@ def test_ensemble_of_a_model_with_itself_gives_its_ids(models, sources):
   np.testing.assert_allclose(e_scores.numpy(), scores.numpy(), atol=1e-4)
 
 
+def greedy(model, inputs):
+  """Greedy decoding (beam size 1, alpha 0) of at most 6 tokens: ids [batch, T], log P [batch]."""
+  ids, scores = bs.beam_search(model, inputs, beam_size=1, alpha=0.0, max_decode_length=6)
+  return ids[:, 0], scores[:, 0]
+
+
 def test_ensemble_step_is_the_probability_mean_of_the_full_decoders(models, sources):
   # Greedy output of the ensemble, then each model teacher-forced on it: the ensemble's
   # score is the sum over positions of log of the mean of the models' probabilities.
   ensemble = Ensemble(list(models))
-  ids, scores = bs.greedy_decode(ensemble, sources[:3], max_decode_length=6)
+  ids, scores = greedy(ensemble, sources[:3])
   probs = [tf.nn.softmax(m((sources[:3], ids), training=False)) for m in models]
   token_probs = [tf.gather(p, ids, batch_dims=2) for p in probs]
   mean = (token_probs[0] + token_probs[1]) / 2
@@ -62,14 +68,13 @@ def test_ensemble_step_is_the_probability_mean_of_the_full_decoders(models, sour
   expected = tf.reduce_sum(tf.where(up_to_eos, tf.math.log(mean), 0.0), axis=1)
   np.testing.assert_allclose(scores.numpy(), expected.numpy(), atol=1e-4)
   # And the ensemble differs from either model alone on some sentence.
-  assert any(not np.array_equal(bs.greedy_decode(m, sources[:3], max_decode_length=6)[1].numpy(),
-                                scores.numpy()) for m in models)
+  assert any(not np.array_equal(greedy(m, sources[:3])[1].numpy(), scores.numpy()) for m in models)
 
 
 def test_uncached_ensemble_equals_cached(models, sources):
   ensemble = Ensemble(list(models))
   ids, scores = bs.beam_search(ensemble, sources, beam_size=3, n_best=2)
-  u_ids, u_scores = bs.decode_uncached(ensemble, sources, beam_size=3, n_best=2)
+  u_ids, u_scores = bs.beam_search(ensemble, sources, beam_size=3, n_best=2, cached=False)
   np.testing.assert_array_equal(u_ids.numpy(), ids.numpy())
   np.testing.assert_allclose(u_scores.numpy(), scores.numpy(), atol=1e-4)
 

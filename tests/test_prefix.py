@@ -40,7 +40,7 @@ def test_every_output_starts_with_its_prefix_and_scores_as_the_model(loaded, con
       continue
     forced = tokenizer.encode(prefix).numpy()[:-1]
     source = translator.encode([line])[0]
-    for score, text, ids in hyps:
+    for score, text, ids, _ in hyps:
       assert np.array_equal(ids[:len(forced)], forced)
       assert text.startswith(prefix)
       log_prob = float(np.sum(scorer.score_ids([source], [ids])[0]))

@@ -71,7 +71,8 @@ def test_cached_decoding_equals_uncached(static):
   sources = random_sources(12)
   cached = bs.beam_search(model, sources, beam_size=3, alpha=0.6, decode_extra_length=8,
                           static_max_length=static)
-  uncached = bs.decode_uncached(model, sources, beam_size=3, alpha=0.6, decode_extra_length=8)
+  uncached = bs.beam_search(model, sources, beam_size=3, alpha=0.6, decode_extra_length=8,
+                            cached=False)
   width = min(cached[0].shape[2], uncached[0].shape[2])
   np.testing.assert_array_equal(cached[0].numpy()[:, :, :width], uncached[0].numpy()[:, :, :width])
   np.testing.assert_allclose(cached[1].numpy(), uncached[1].numpy(), atol=1e-5)

@@ -95,7 +95,9 @@ def test_same_seed_same_samples_other_seed_other_samples():
 def test_temperature_zero_or_top_k_one_is_greedy(options):
   model = tiny_model()
   sources = random_sources(12)
-  greedy_ids, greedy_scores = bs.greedy_decode(model, sources, decode_extra_length=8)
+  greedy_ids, greedy_scores = bs.beam_search(model, sources, beam_size=1, alpha=0.0,
+                                             decode_extra_length=8)
+  greedy_ids, greedy_scores = greedy_ids[:, 0], greedy_scores[:, 0]
   lengths = bs.default_max_decode_length(tf.constant(sources), 8)
   ids, scores = sample(model, sources, lengths, 0.0, n_samples=3, seed=5, **options)
   for k in range(3):

@@ -25,7 +25,7 @@ def _beam_then_score(model, tokenizer, alpha):
   sources = translator.encode(SOURCES)
   hyps = [hyp for hyps in nbest for hyp in hyps]
   repeated = [src for src in sources for _ in range(2)]
-  pieces = Scorer(model, batch_tokens=64).score_ids(repeated, [ids for _, _, ids in hyps])
+  pieces = Scorer(model, batch_tokens=64).score_ids(repeated, [hyp.ids for hyp in hyps])
   return hyps, pieces
 
 
@@ -33,7 +33,7 @@ def _beam_then_score(model, tokenizer, alpha):
 def test_score_of_the_beams_own_outputs_equals_the_beams_score(trained_run, alpha):
   model, _, tokenizer = load_for_inference(str(trained_run.model_dir))
   hyps, pieces = _beam_then_score(model, tokenizer, alpha)
-  for (beam_score, _, ids), log_probs in zip(hyps, pieces):
+  for (beam_score, _, ids, _), log_probs in zip(hyps, pieces):
     assert len(log_probs) == len(ids)
     assert np.all(log_probs <= 0)
     assert normalized(float(np.sum(log_probs)), len(ids), alpha) == pytest.approx(beam_score,
@@ -45,7 +45,7 @@ def test_ensemble_scores_as_it_decodes(trained_run):
   loaded = load_models([model_dir], [f"{model_dir}/ckpt-100", f"{model_dir}/ckpt-300"])
   assert isinstance(loaded.model, Ensemble)
   hyps, pieces = _beam_then_score(loaded.model, loaded.tokenizer, 0.0)
-  for (beam_score, _, _), log_probs in zip(hyps, pieces):
+  for (beam_score, _, _, _), log_probs in zip(hyps, pieces):
     assert float(np.sum(log_probs)) == pytest.approx(beam_score, abs=1e-4)
   # log of the mean probability: between the members' log-probabilities, piece by piece
   ids = [h[2] for h in hyps]

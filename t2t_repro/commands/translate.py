@@ -192,7 +192,7 @@ def main(argv):
     logging.info("translated %s in %s", _lines(len(lines)), logs.hms(time.monotonic() - started))
   if FLAGS.alignments:
     fileio.write_lines(FLAGS.alignment_file, alignment.alignment_lines(
-        translator, lines, nbest, FLAGS.alignments, FLAGS.alignment_layer))
+        translator, nbest, FLAGS.alignments, FLAGS.alignment_layer))
   out = _output_lines(nbest)
   if FLAGS.output_file:
     fileio.write_lines(FLAGS.output_file, out)

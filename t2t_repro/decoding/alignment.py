@@ -104,25 +104,20 @@ def soft_alignment(weights, source_pieces, target_pieces):
                     ensure_ascii=False)
 
 
-def alignment_lines(translator, lines, nbest, kind, layer=-1):
+def alignment_lines(translator, nbest, kind, layer=-1):
   """The alignment line of every n-best hypothesis, in the order of `format_nbest`.
 
   Args:
-    translator: the `Translator` that decoded `lines`.
-    lines: the source lines given to `translator.nbest`.
-    nbest: its result with return_ids=True.
+    translator: the `Translator` that decoded the lines.
+    nbest: its `nbest(..., return_ids=True)` result (`Hypothesis` tuples, each with the
+      encoded source it was decoded from: the sources are not encoded again).
     kind: "hard" or "soft" (`ALIGNMENT_KINDS`).
     layer: decoder layer index.
 
   Returns:
     list of str, one per hypothesis (blank input lines: "" hard, an empty soft object).
   """
-  lines = [line.strip() for line in lines]
-  todo = [i for i, line in enumerate(lines) if line]
-  sources = dict(zip(todo, translator.bound_lengths(
-      translator.encode([lines[i] for i in todo]) if todo else [], [i + 1 for i in todo])))
-  pairs = [(sources.get(i, np.array([EOS_ID], np.int32)), ids)
-           for i, hyps in enumerate(nbest) for _, _, ids in hyps]
+  pairs = [(hyp.source_ids, hyp.ids) for hyps in nbest for hyp in hyps]
   weights = sentence_weights(translator.model, pairs, layer)
   if kind == "hard":
     return [hard_alignment(w) for w in weights]

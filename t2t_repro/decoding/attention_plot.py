@@ -89,7 +89,6 @@ def plot_attention(model, tokenizer, source, output_dir, target=None, layer=-1, 
   """
   import numpy as np  # pylint: disable=import-outside-toplevel
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  from t2t_repro.constants import EOS_ID  # pylint: disable=import-outside-toplevel
   from t2t_repro.decoding.translator import Translator  # pylint: disable=import-outside-toplevel
   if not source.strip():
     raise ValueError("the source sentence is empty")
@@ -99,14 +98,11 @@ def plot_attention(model, tokenizer, source, output_dir, target=None, layer=-1, 
   if not -1 <= head < model.num_heads:
     raise ValueError(f"--head={head} is out of range for {model.num_heads} heads (-1: all)")
   layer %= num_layers
-  src = tokenizer.encode(tf.constant([source.strip()])).to_tensor()
   if target is None:
-    ids, _ = Translator(model, tokenizer, config).decode_batch(src)
-    tgt_ids = [int(t) for t in ids[0, 0].numpy()]
-    tgt_ids = (tgt_ids[:tgt_ids.index(EOS_ID) + 1] if EOS_ID in tgt_ids
-               else [t for t in tgt_ids if t])
-    tgt = tf.constant([tgt_ids], tf.int32)
+    best = Translator(model, tokenizer, config).nbest([source], return_ids=True)[0][0]
+    src, tgt = tf.constant([best.source_ids]), tf.constant([best.ids])
   else:
+    src = tokenizer.encode(tf.constant([source.strip()])).to_tensor()
     tgt = tokenizer.encode(tf.constant([target.strip()])).to_tensor()
   weights = model.attention_weights(src, tgt)
   src_labels = pieces(tokenizer, src[0].numpy())

@@ -53,16 +53,13 @@ hypothesis (batch * beam_size rows, the beams of a sentence adjacent):
   `advance(state, tokens)` -> the state after appending tokens (int32 [batch * beam_size]).
 The search reorders the state with the beams (tf.gather on axis 0), like the cache.
 
-Entry points:
-  `beam_search(model, inputs, ...)` -> (ids [batch, n_best, T], scores [batch, n_best]).
-  `greedy_decode(model, inputs, ...)` = beam size 1 -> (ids [batch, T], scores [batch]).
-  `decode_uncached(...)`: the same search, recomputing the full decoder on the
-    whole prefix at every step (no cache); for tests and benchmarks.
-  `BeamSearchDecoder`: a tf.Module with one `tf.function` (fixed input signature,
-    no retracing per batch shape), optionally padded to a static length and
-    compiled with XLA (`jit_compile=True`).
-  `search(...)`: the graph-building core, for use inside other tf.functions
-    (e.g. the exported SavedModel).
+One search, `search(...)`, builds the graph; everything decodes through it. The
+`decoding.translator.Translator` (the translate command, dev BLEU, the parser, the
+SavedModel) calls it from its own tf.function; `beam_search(model, inputs, ...)` runs it
+eagerly on one padded batch for tests and benchmarks, through a `BeamSearchDecoder`
+(a tf.Module with one `tf.function` of fixed input signature, optionally padded to a
+static length and compiled with XLA). Greedy decoding is beam_size=1; the uncached
+reference is cached=False (the full decoder over the whole prefix at every step).
 """
 
 import typing
@@ -293,7 +290,7 @@ def search(model, inputs, max_decode_length, alpha, beam_size=4, n_best=None, eo
     static_max_length: None, or an int T: the padded, static output length
       (every tensor has a static size, as XLA needs); max_decode_length is
       clipped to it. Finished sentences then stay in the batch (frozen).
-    cached: False recomputes the full decoder at every step (`decode_uncached`).
+    cached: False recomputes the full decoder over the whole prefix at every step.
     return_steps: also return int32 [batch], the decoding steps run per sentence
       (shows where early termination stopped it).
     constraint: None, or an object with `start` / `allowed` / `advance` (see the
@@ -406,29 +403,15 @@ class BeamSearchDecoder(tf.Module):
 _DECODERS = weakref.WeakKeyDictionary()
 
 
-def get_decoder(model, **options):
-  """A cached `BeamSearchDecoder` for (model, options): repeated calls do not retrace."""
-  per_model = _DECODERS.setdefault(model, {})
-  key = tuple(sorted(options.items()))
-  if key not in per_model:
-    per_model[key] = BeamSearchDecoder(model, **options)
-  return per_model[key]
-
-
-def _lengths(inputs, max_decode_length, decode_extra_length):
-  inputs = tf.convert_to_tensor(inputs, tf.int32)
-  if max_decode_length is None:
-    return inputs, default_max_decode_length(inputs, decode_extra_length)
-  return inputs, max_decode_length
-
-
 def beam_search(model, inputs, beam_size=4, alpha=0.6, max_decode_length=None, eos_id=EOS_ID,
-                n_best=None, early_stop=True, decode_extra_length=50, static_max_length=None,
-                jit_compile=False, constraint=None):
-  """Beam search with the GNMT length penalty (§6.1), cached incremental decoding.
+                n_best=None, early_stop=True, decode_extra_length=50, cached=True,
+                static_max_length=None, jit_compile=False, constraint=None):
+  """Beam search of one padded batch, eagerly: `search` in a `BeamSearchDecoder` kept per
+  (model, options), so repeated calls do not retrace. Greedy decoding is beam_size=1
+  (exactly argmax, module docstring); the uncached reference is cached=False.
 
   Args:
-    model: a `Transformer`.
+    model: a `Transformer` (or an object with the model interface, e.g. an `Ensemble`).
     inputs: int32 [batch, src_len] source ids, 0-padded, ending with EOS.
     beam_size: k (paper 4).
     alpha: length-penalty exponent >= 0 (paper 0.6).
@@ -438,7 +421,9 @@ def beam_search(model, inputs, beam_size=4, alpha=0.6, max_decode_length=None, e
     n_best: hypotheses returned per sentence (default beam_size).
     early_stop: stop a sentence once no alive hypothesis can beat its n_best-th
       finished one (exact; False only for tests and comparisons).
-    decode_extra_length: see max_decode_length (paper 50).
+    decode_extra_length: see max_decode_length (paper 50) [tokens].
+    cached: False runs the full decoder over the whole prefix at every step (O(T^2)
+      decoder work instead of O(T); the reference for tests and benchmarks).
     static_max_length, jit_compile: fixed-size padded decoding / XLA, see
       `BeamSearchDecoder`.
     constraint: None, or an object restricting the next tokens (see `search`).
@@ -451,35 +436,14 @@ def beam_search(model, inputs, beam_size=4, alpha=0.6, max_decode_length=None, e
   Raises:
     ValueError: jit_compile without static_max_length.
   """
-  inputs, lengths = _lengths(inputs, max_decode_length, decode_extra_length)
-  decoder = get_decoder(model, beam_size=beam_size, n_best=n_best, eos_id=eos_id,
-                        early_stop=early_stop, static_max_length=static_max_length,
-                        jit_compile=jit_compile, constraint=constraint)
-  return decoder(inputs, lengths, alpha)
-
-
-def greedy_decode(model, inputs, max_decode_length=None, eos_id=EOS_ID, decode_extra_length=50):
-  """Greedy (argmax) decoding: beam search with beam size 1.
-
-  Args: as `beam_search`.
-
-  Returns:
-    ids int32 [batch, T] (0-padded after EOS), scores float32 [batch] (log P(Y|X)).
-  """
-  ids, scores = beam_search(model, inputs, beam_size=1, alpha=0.0,
-                            max_decode_length=max_decode_length, eos_id=eos_id,
-                            decode_extra_length=decode_extra_length)
-  return ids[:, 0], scores[:, 0]
-
-
-def decode_uncached(model, inputs, beam_size=4, alpha=0.6, max_decode_length=None, eos_id=EOS_ID,
-                    n_best=None, early_stop=True, decode_extra_length=50):
-  """`beam_search` without the cache: runs the full decoder on the whole prefix each step.
-
-  O(T^2) decoder work instead of O(T); the reference for tests and benchmarks. Args and
-  returns: as `beam_search`.
-  """
-  inputs, lengths = _lengths(inputs, max_decode_length, decode_extra_length)
-  decoder = get_decoder(model, beam_size=beam_size, n_best=n_best, eos_id=eos_id,
-                        early_stop=early_stop, cached=False)
-  return decoder(inputs, lengths, alpha)
+  inputs = tf.convert_to_tensor(inputs, tf.int32)
+  if max_decode_length is None:
+    max_decode_length = default_max_decode_length(inputs, decode_extra_length)
+  options = dict(beam_size=beam_size, n_best=n_best, eos_id=eos_id, early_stop=early_stop,
+                 cached=cached, static_max_length=static_max_length, jit_compile=jit_compile,
+                 constraint=constraint)
+  per_model = _DECODERS.setdefault(model, {})
+  key = tuple(sorted(options.items()))
+  if key not in per_model:
+    per_model[key] = BeamSearchDecoder(model, **options)
+  return per_model[key](inputs, max_decode_length, alpha)

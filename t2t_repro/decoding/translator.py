@@ -26,6 +26,8 @@ independently of its batch, so batching does not change any beam-search output.
 
 import contextlib
 import sys
+import typing
+import weakref
 
 import keras
 import numpy as np
@@ -39,12 +41,23 @@ from t2t_repro.decoding.config import DecodeConfig, check_positions
 from t2t_repro.decoding.prefix import TargetPrefix
 
 TOKENIZE_CHUNK = 4096  # lines per tokenizer call
+# model -> {(config, constraint, prefixed): tf.function of `Translator.search`}
+_SEARCHES = weakref.WeakKeyDictionary()
 
 
 @contextlib.contextmanager
 def _to_stderr():
   with contextlib.redirect_stdout(sys.stderr):
     yield
+
+
+class Hypothesis(typing.NamedTuple):
+  """One output of `Translator.nbest(..., return_ids=True)`."""
+  score: float            # log P(Y|X) / lp(Y) (beam search), as without return_ids
+  text: str               # the detokenized output
+  ids: np.ndarray         # int32 [len]: the output ids up to and including EOS (`until_eos`)
+  source_ids: np.ndarray  # int32 [len]: the source ids it was decoded from (cut to
+                          # max_input_length, EOS last), shared by the n-best of a line
 
 
 class Translator:
@@ -63,7 +76,6 @@ class Translator:
     self.tokenizer = tokenizer
     self.config = config
     self.constraint = constraint
-    self._search = None  # the tf.function of `search` for sampling and prefixes, made on first use
 
   def search(self, inputs, prefixes=None):
     """Graph-building decoding of one padded batch (for tf.functions, e.g. the export):
@@ -104,9 +116,9 @@ class Translator:
                               n_best=cfg.n_best, eos_id=EOS_ID, constraint=constraint)
 
   def decode_batch(self, inputs, prefixes=None):
-    """Decoding of one padded batch with the config: beam search (a cached tf.function, no
-    retracing) or, when the config samples or `prefixes` are given, `search` in this
-    Translator's own tf.function (one trace for every batch shape).
+    """`search` of one padded batch, run as a tf.function of fixed signature: one trace per
+    (model, config, constraint, with or without prefixes), shared by every Translator of
+    that model (the training loop makes one per dev evaluation), whatever the batch shape.
 
     Args:
       inputs: int32 [batch, src_len] (numpy or tensor), 0-padded, rows ending with EOS.
@@ -114,20 +126,14 @@ class Translator:
 
     Returns:
       (ids int32 [batch, n, T], scores float32 [batch, n]); beam search: best first,
-      see `beam_search.beam_search`; sampling: in the order drawn.
+      see `beam_search.search`; sampling: in the order drawn.
     """
-    cfg = self.config
-    if cfg.sampling or prefixes is not None:
-      if self._search is None:
-        spec = tf.TensorSpec([None, None], tf.int32)
-        self._search = tf.function(self.search, input_signature=[spec, spec])
-      if prefixes is None:
-        prefixes = np.zeros([np.shape(inputs)[0], 1], np.int32)
-      return self._search(tf.convert_to_tensor(inputs, tf.int32),
-                          tf.convert_to_tensor(prefixes, tf.int32))
-    return beam_search.beam_search(
-        self.model, inputs, beam_size=cfg.beam_size, alpha=cfg.alpha, n_best=cfg.n_best,
-        eos_id=EOS_ID, decode_extra_length=cfg.decode_extra_length, constraint=self.constraint)
+    per_model = _SEARCHES.setdefault(self.model, {})
+    key = (self.config, self.constraint, prefixes is not None)
+    if key not in per_model:
+      per_model[key] = _compiled_search(self.model, self.config, self.constraint, key[2])
+    args = [inputs] + ([] if prefixes is None else [prefixes])
+    return per_model[key](*[tf.convert_to_tensor(x, tf.int32) for x in args])
 
   def encode(self, lines):
     """list[str] (already stripped, none blank) -> list of int32 numpy id arrays ending with EOS."""
@@ -181,16 +187,15 @@ class Translator:
     Args:
       lines: list of str source sentences (stripped here); blank ones are not decoded.
       progress: a Keras Progbar (sentences) on stderr.
-      return_ids: also return each hypothesis's token ids.
+      return_ids: return `Hypothesis` tuples, with each hypothesis's token ids and its
+        source's (for alignments and scoring without encoding the lines again).
       prefixes: None, or one str per line: the start every output of that line is forced
         to ("" or blank: none); its pieces are part of the output and its score.
 
     Returns:
       list (one per line, input order) of `config.n_best` (score, text) pairs, best
       first, score = log P(Y|X) / lp(Y); a blank line gives [(0.0, "")]. With
-      return_ids, (score, text, ids) triples: ids int32 numpy [len], the hypothesis
-      up to and including its EOS (no EOS if cut at the maximum length); a blank
-      line gives [(0.0, "", [])].
+      return_ids, `Hypothesis` tuples; a blank line gives [Hypothesis(0.0, "", [], [EOS])].
 
     Raises:
       ValueError: `config.max_input_length` + decode_extra_length exceeds the model's
@@ -198,8 +203,8 @@ class Translator:
     """
     n_best = self.config.outputs_per_sentence
     lines = [line.strip() for line in lines]
-    results = [[(0.0, "", np.zeros([0], np.int32)) if return_ids else (0.0, "")]
-               for _ in lines]
+    results = [[Hypothesis(0.0, "", np.zeros([0], np.int32), np.array([EOS_ID], np.int32))
+                 if return_ids else (0.0, "")] for _ in lines]
     todo = [i for i, line in enumerate(lines) if line]
     ids = self.bound_lengths(self.encode([lines[i] for i in todo]) if todo else [],
                              [i + 1 for i in todo])
@@ -217,9 +222,11 @@ class Translator:
       texts = np.reshape(texts, [len(batch), n_best])
       scores, out_ids = scores.numpy(), out_ids.numpy()
       for row, j in enumerate(batch):
-        results[todo[j]] = [(float(scores[row, r]), _one_line(texts[row, r]))
-                            + ((_until_eos(out_ids[row, r]),) if return_ids else ())
-                            for r in range(n_best)]
+        results[todo[j]] = [
+            Hypothesis(float(scores[row, r]), _one_line(texts[row, r]),
+                       until_eos(out_ids[row, r]), ids[j])
+            if return_ids else (float(scores[row, r]), _one_line(texts[row, r]))
+            for r in range(n_best)]
       done += len(batch)
       if bar is not None:
         with _to_stderr():
@@ -234,8 +241,21 @@ class Translator:
     return [hyps[0][1] for hyps in self.nbest(lines, progress)]
 
 
-def _until_eos(ids):
-  """int32 [T] 0-padded ids -> the ids up to and including the first EOS (all if none)."""
+def _compiled_search(model, config, constraint, prefixed):
+  """`Translator.search` as a tf.function with a fixed input signature (inputs, and the
+  prefixes when `prefixed`). It holds the model weakly, so the `_SEARCHES` entry does not
+  keep its own key alive."""
+  model_ref = weakref.ref(model)
+
+  def run(*args):
+    return Translator(model_ref(), None, config, constraint).search(*args)
+
+  return tf.function(run, input_signature=[tf.TensorSpec([None, None], tf.int32)] * (1 + prefixed))
+
+
+def until_eos(ids):
+  """int32 numpy [T] 0-padded output ids -> the ids up to and including the first EOS
+  (all non-pad ids if there is none: a hypothesis cut at its maximum length)."""
   eos = np.flatnonzero(ids == EOS_ID)
   return ids[:eos[0] + 1] if eos.size else ids[ids != PAD_ID]
 
