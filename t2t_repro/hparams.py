@@ -112,13 +112,17 @@ class HParams:
   lowercase: bool = False
   subword_alpha: float = 0.0
   subword_nbest: int = -1
-  norm_type: str = "post"
-  position_encoding: str = "sinusoid"
-  attention_init: str = "glorot"
+  norm_type: str = dataclasses.field(
+      default="post", metadata={"choices": ("post", "pre")})
+  position_encoding: str = dataclasses.field(
+      default="sinusoid", metadata={"choices": ("sinusoid", "learned", "relative")})
+  attention_init: str = dataclasses.field(
+      default="glorot", metadata={"choices": ("glorot", "glorot_per_head")})
   max_length: int = 256
   max_positions: int = 512
   max_relative_position: int = 16
-  lr_schedule: str = "noam"
+  lr_schedule: str = dataclasses.field(
+      default="noam", metadata={"choices": ("noam", "inverse_sqrt")})
   learning_rate: float = 1.0
   peak_learning_rate: float = 0.0
   warmup_steps: int = 4000
@@ -160,8 +164,20 @@ class HParams:
 
 _FIELDS = {f.name: f for f in dataclasses.fields(HParams)}
 _DEFAULTS = {name: f.default for name, f in _FIELDS.items()}
-_CHOICES = {"norm_type": ("post", "pre"), "position_encoding": ("sinusoid", "learned", "relative"),
-            "attention_init": ("glorot", "glorot_per_head"), "lr_schedule": ("noam", "inverse_sqrt")}
+
+
+def check_choices(values, origin):
+  """Checks every field of `values` (an `HParams`, or a dataclass with some of its fields,
+  e.g. `model.config.ModelConfig`) that has allowed values (field metadata "choices").
+
+  Raises:
+    HParamsError (a ValueError): a value outside its choices, naming `origin`.
+  """
+  for field in dataclasses.fields(values):
+    choices = field.metadata.get("choices")
+    if choices and getattr(values, field.name) not in choices:
+      raise HParamsError(f"{origin}: {field.name}={getattr(values, field.name)!r} is not one "
+                         f"of {choices}")
 
 
 def _check_keys(values, origin):
@@ -172,9 +188,7 @@ def _check_keys(values, origin):
 
 
 def _validated(hp, origin):
-  for name, choices in _CHOICES.items():
-    if getattr(hp, name) not in choices:
-      raise HParamsError(f"{origin}: {name}={getattr(hp, name)!r} is not one of {choices}")
+  check_choices(hp, origin)
   for name in ("num_layers", "d_model", "d_ff", "num_heads", "vocab_size", "max_length",
                "max_positions", "max_relative_position", "batch_tokens", "beam_size",
                "train_steps", "warmup_steps",
@@ -285,6 +299,14 @@ def parse_overrides(overrides):
     _check_keys({key: None}, "--hparams_override")
     result[key] = _parse_value(key, value)
   return result
+
+
+def describe(name_or_path, hp):
+  """"name, k=v, ...": the set (or file) `hp` was resolved from and, in field order, the
+  values of `hp` that differ from it (what --hparams_override and the train command's
+  --train_steps / --batch_tokens changed), for the startup block."""
+  own = {**_DEFAULTS, **_load_raw(name_or_path)}
+  return ", ".join([name_or_path] + [f"{k}={v}" for k, v in hp.to_dict().items() if own[k] != v])
 
 
 def get_hparams(name_or_path="base", overrides="", **values):

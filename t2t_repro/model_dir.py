@@ -1,7 +1,7 @@
 """A model directory: the one place that knows its layout.
 
     {path}/hparams.json        the run's `HParams` (`HParams.to_dict`)
-    {path}/flags.json          the training settings (`TrainConfig` as a dict), "time", "update"
+    {path}/flags.json          the training settings (`TrainConfig` as a dict), "time", "replicas"
     {path}/vocab.model         the sentencepiece model (shared source/target vocabulary)
     {path}/corpus.*.json       validation records of the training text (`data.corpus`)
     {path}/checkpoint, ckpt-N.index, ckpt-N.data-*   TensorFlow checkpoints (CheckpointManager)

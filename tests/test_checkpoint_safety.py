@@ -72,7 +72,8 @@ def test_resume_removes_leftovers(tmp_path, shared_data_dir):
   model_dir = tmp_path / "model"
   shutil.copytree(make_trainer_dir(tmp_path / "trained", shared_data_dir), model_dir)
   _leftovers(str(model_dir))
-  with open(model_dir / "flags.json", "w", encoding="utf-8") as f:  # recorded by an earlier run
+  # flags.json as runs before the settings were written once recorded them: an "update" block.
+  with open(model_dir / "flags.json", "w", encoding="utf-8") as f:
     json.dump({"update": {"accum_steps": 2, "batch_tokens": 2048, "replicas": 1,
                           "mixed_precision": "none"}}, f)
   data = tmp_path / "data.txt"
@@ -88,6 +89,7 @@ def test_resume_removes_leftovers(tmp_path, shared_data_dir):
   assert "removed 2 leftovers of interrupted checkpoint writes (1024 bytes)" in result.stderr
   assert "changed update settings: accum_steps: saved 2 vs now 1" in result.stderr
   with open(model_dir / "flags.json", encoding="utf-8") as f:
-    assert json.load(f)["update"]["accum_steps"] == 1  # the new setting is recorded
+    flags = json.load(f)
+  assert flags["accum_steps"] == 1 and flags["replicas"] == 1 and "update" not in flags
   assert not checkpoints.partial_checkpoints(str(model_dir))
   assert tf.train.latest_checkpoint(str(model_dir)).endswith("ckpt-1")

@@ -188,8 +188,7 @@ def test_resume_refuses_other_hparams_and_update_settings(data, tmp_path, shared
   shutil.rmtree(model_dir)
   shutil.copytree(make_trainer_dir(tmp_path.parent / "trainer_dir", shared_data_dir), model_dir)
   with open(model_dir / "flags.json", "w", encoding="utf-8") as f:
-    json.dump({"update": {"accum_steps": 1, "batch_tokens": 2048, "replicas": 1,
-                          "mixed_precision": "none"}}, f)
+    json.dump({"accum_steps": 1, "replicas": 1, "mixed_precision": "none"}, f)
   before = _snapshot(model_dir)
   result = _run("train", *_train_args(data, model_dir), f"--hparams_override={HPARAMS}",
                 "--accum_steps=2")

@@ -13,9 +13,9 @@ def test_reads_what_training_writes(tmp_path):
   files = ModelDir(tmp_path)
   hp = get_hparams("tiny")
   (tmp_path / model_dir.HPARAMS_FILE).write_text(json.dumps(hp.to_dict()))
-  (tmp_path / model_dir.FLAGS_FILE).write_text(json.dumps({"update": {"accum_steps": 2}}))
+  (tmp_path / model_dir.FLAGS_FILE).write_text(json.dumps({"accum_steps": 2, "replicas": 1}))
   assert files.read_hparams() == hp
-  assert files.read_flags()["update"] == {"accum_steps": 2}
+  assert files.read_flags()["accum_steps"] == 2
   assert files.subdir(model_dir.BEST_DIR).path == str(tmp_path / "best")
   assert model_dir.FILES == ("hparams.json", "vocab.model", "flags.json")
 
@@ -47,3 +47,22 @@ def test_resolve_checkpoint(tmp_path):
   (tmp_path / "checkpoint").write_text('model_checkpoint_path: "ckpt-7"\n')
   assert files.resolve_checkpoint() == str(tmp_path / "ckpt-7")
   assert files.resolve_checkpoint(str(tmp_path / "ckpt-7")) == str(tmp_path / "ckpt-7")
+
+
+def test_update_settings_are_read_where_each_is_written_once(tmp_path):
+  from t2t_repro.training.preflight import saved_update_settings  # pylint: disable=import-outside-toplevel
+  assert saved_update_settings(str(tmp_path)) == {}  # a new dir
+  hp = get_hparams("tiny", batch_tokens=512)
+  (tmp_path / model_dir.HPARAMS_FILE).write_text(json.dumps(hp.to_dict()))
+  assert saved_update_settings(str(tmp_path)) == {}  # no flags.json: an averaged dir
+  flags = {"accum_steps": 2, "replicas": 1, "mixed_precision": "none", "ema_decay": 0.0,
+           "batch_tokens": None}  # the --batch_tokens flag; the value is in hparams.json
+  (tmp_path / model_dir.FLAGS_FILE).write_text(json.dumps(flags))
+  assert saved_update_settings(str(tmp_path)) == {
+      "accum_steps": 2, "replicas": 1, "mixed_precision": "none", "ema_decay": 0.0,
+      "batch_tokens": 512}
+  # flags.json of older runs kept the settings in an "update" block, which wins.
+  (tmp_path / model_dir.FLAGS_FILE).write_text(json.dumps(
+      flags | {"update": {"accum_steps": 4, "batch_tokens": 2048, "replicas": 2}}))
+  assert saved_update_settings(str(tmp_path))["accum_steps"] == 4
+  assert saved_update_settings(str(tmp_path))["batch_tokens"] == 2048

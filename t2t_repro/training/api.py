@@ -25,15 +25,6 @@ from t2t_repro.model_dir import ModelDir
 from t2t_repro.training import preflight, signals
 
 
-def _overrides_description(config):
-  """"set, k=v, ..." of the hparams: the set name, --hparams_override and the flags that
-  override hparams (train_steps, batch_tokens)."""
-  overrides = hparams_lib.parse_overrides(config.hparams_override)
-  overrides.update({k: getattr(config, k) for k in ("train_steps", "batch_tokens")
-                    if getattr(config, k) is not None})
-  return config.hparams + "".join(f", {k}={v}" for k, v in overrides.items())
-
-
 def _make_strategy(config):
   """The tf.distribute strategy of `config` (num_cpu_replicas logical CPUs first)."""
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
@@ -99,14 +90,14 @@ def train(config):
       preflight.initialize_weights(trainer, init[0])
     logging.info("%s at step %d", f"resumed from {restored}" if restored else
                  f"starting from the weights of {init[0]}" if init else "starting", trainer.step)
-    run_info = {"hparams": _overrides_description(config),
+    run_info = {"hparams": hparams_lib.describe(config.hparams, hp),
                 "vocab": ModelDir(model_dir).vocab_path, "restored": restored,
                 "init_from": None if restored or not init else init[0],
                 "flags": dataclasses.asdict(config), "update_changed": update_changed}
 
     def commit():
       if trainer.chief:
-        preflight.write_model_dir(config, hp, vocab_path, update, staging)
+        preflight.write_model_dir(config, hp, vocab_path, update["replicas"], staging)
 
     return loop.run(trainer, problem, tokenizer, config, data_cache_dir=data_cache_dir,
                     before_training=commit, run_info=run_info)

@@ -119,9 +119,23 @@ def check_model_dir(model_dir, hp):
                          "use a new --model_dir or the same --hparams/--hparams_override")
 
 
+def saved_update_settings(model_dir):
+  """The `UPDATE_SETTINGS` a model dir was trained with, each read where it is written
+  once: batch_tokens from hparams.json, the others from flags.json (of runs written
+  before that, its "update" block); {} without flags.json (a new dir, an averaged one)."""
+  files = ModelDir(model_dir)
+  flags = files.read_flags()
+  if not flags:
+    return {}
+  saved = {k: flags[k] for k in UPDATE_SETTINGS if k in flags and k != "batch_tokens"}
+  if files.has_hparams():
+    saved["batch_tokens"] = files.read_hparams().batch_tokens
+  return saved | (flags.get("update") or {})
+
+
 def check_update_settings(config, update):
   """Refuses (or, with --allow_update_change, logs) a resume that changes how an update
-  is formed: `UPDATE_SETTINGS` recorded in flags.json under "update".
+  is formed (`UPDATE_SETTINGS`, `saved_update_settings`).
 
   Returns:
     the names of the settings that differ (empty for a new run or an unchanged resume).
@@ -130,7 +144,7 @@ def check_update_settings(config, update):
     errors.UsageError: a setting differs and --allow_update_change is not given.
   """
   model_dir = config.model_dir
-  saved = ModelDir(model_dir).read_flags().get("update") or {}
+  saved = saved_update_settings(model_dir)
   changed = [k for k in UPDATE_SETTINGS if k in saved and saved[k] != update[k]]
   if not changed:
     return []
@@ -270,9 +284,10 @@ def staged_corpus_records(model_dir, staging_dir):
   return staging_dir
 
 
-def write_model_dir(config, hp, vocab_path, update, staging_dir):
+def write_model_dir(config, hp, vocab_path, replicas, staging_dir):
   """Writes vocab.model, hparams.json, flags.json and the staged corpus records
-  (`staged_corpus_records`), once every check passed.
+  (`staged_corpus_records`), once every check passed. flags.json holds the `TrainConfig`,
+  "time" and "replicas" (the strategy's replica count).
 
   A new model dir is written under a temporary name next to it and renamed, so it
   appears complete or not at all; in an existing one each file is replaced
@@ -299,6 +314,6 @@ def write_model_dir(config, hp, vocab_path, update, staging_dir):
       fileio.write_atomic(os.path.join(target, os.path.basename(path)), f.read())
   fileio.write_json(files.hparams_path, hp.to_dict())
   fileio.write_json(files.flags_path,
-                    dataclasses.asdict(config) | {"time": time.ctime(), "update": update})
+                    dataclasses.asdict(config) | {"time": time.ctime(), "replicas": replicas})
   if fresh:
     os.rename(target, model_dir)
