@@ -101,7 +101,7 @@ def test_sigint_during_setup_leaves_no_model_dir(tmp_path):
   the folder first) and prints no traceback."""
   model_dir = tmp_path / "model"
   proc = _train(tmp_path, model_dir, dev_lines=10)
-  _wait_for(proc, proc.stderr, "starting at step 0")  # setup: data reading comes next
+  _wait_for(proc, proc.stderr, "reading the parallel_text data")  # setup before the model dir
   proc.send_signal(signal.SIGINT)
   _, err = proc.communicate(timeout=60)
   assert proc.returncode == -signal.SIGINT, err[-3000:]

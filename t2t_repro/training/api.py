@@ -88,8 +88,6 @@ def train(config):
                       model_dir, restored)
     elif init:
       preflight.initialize_weights(trainer, init[0])
-    logging.info("%s at step %d", f"resumed from {restored}" if restored else
-                 f"starting from the weights of {init[0]}" if init else "starting", trainer.step)
     run_info = {"hparams": hparams_lib.describe(config.hparams, hp),
                 "vocab": ModelDir(model_dir).vocab_path, "restored": restored,
                 "init_from": None if restored or not init else init[0],

@@ -158,6 +158,7 @@ def run(trainer, problem, tokenizer, config, *, data_cache_dir=None, before_trai
   run_start = time.monotonic()
   hp = trainer.hparams
   with exit_at_once():
+    logging.info("reading the %s data", problem.name)
     train = problem.corpus("train", data_cache_dir)
     _check_train(train, tokenizer, hp.max_length)
     dev = problem.text_pairs("dev") if config.eval_every_steps else None
