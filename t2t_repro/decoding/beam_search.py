@@ -144,7 +144,8 @@ class _Search:
     self.eos_id, self.early_stop, self.compact = eos_id, early_stop, compact
     self.constraint = constraint
     self.vocab = decoder.vocab_size
-    self.num_candidates = min(2 * beam_size, beam_size * self.vocab)
+    self.per_hypothesis = min(2 * beam_size, self.vocab)
+    self.num_candidates = min(2 * beam_size, beam_size * self.per_hypothesis)
     self.positions = tf.range(max_len)
 
   def write(self, seqs, i, tokens):
@@ -160,11 +161,15 @@ class _Search:
     log_probs, model_state = self.decoder.step(prev, i, model_state)
     if self.constraint is not None:
       log_probs = tf.where(self.constraint.allowed(constraint_state), log_probs, NEG_INF)
-    candidates = active.alive_log_probs[:, :, None] + tf.reshape(log_probs, [b, k, self.vocab])
-    top_log_probs, top_index = tf.math.top_k(tf.reshape(candidates, [b, k * self.vocab]),
+    # Two top-k's, exact: the best 2k of the k x V extensions are among the best 2k of each
+    # hypothesis's V, and ties keep the one-top-k order (beam first, then token id).
+    n = self.per_hypothesis
+    row_log_probs, row_tokens = tf.math.top_k(tf.reshape(log_probs, [b, k, self.vocab]), n)
+    candidates = active.alive_log_probs[:, :, None] + row_log_probs
+    top_log_probs, top_index = tf.math.top_k(tf.reshape(candidates, [b, k * n]),
                                              self.num_candidates)
-    top_tokens = top_index % self.vocab
-    return _Candidates(top_log_probs, top_tokens, top_index // self.vocab,
+    top_tokens = tf.gather(tf.reshape(row_tokens, [b, k * n]), top_index, batch_dims=1)
+    return _Candidates(top_log_probs, top_tokens, top_index // n,
                        tf.equal(top_tokens, self.eos_id)), model_state
 
   def new_finished(self, active, top, i):

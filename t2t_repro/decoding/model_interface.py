@@ -49,9 +49,11 @@ class CachedDecoder:
 
   def start(self, inputs, beam_size, max_length):
     memory, src_bias = self.model.encode(inputs, training=False)
-    cache = self.model.init_cache(_repeat_beams(memory, beam_size),
-                                  max_length if self.fixed_size else None)
-    return {"cache": cache, "src_bias": _repeat_beams(src_bias, beam_size)}
+    # The encoder-decoder keys/values are projected once per sentence, then repeated for
+    # its beams (projecting the repeated memory did beam_size times the work).
+    cache = self.model.init_cache(memory, max_length if self.fixed_size else None)
+    return {"cache": tf.nest.map_structure(lambda t: _repeat_beams(t, beam_size), cache),
+            "src_bias": _repeat_beams(src_bias, beam_size)}
 
   def step(self, prev_ids, i, state):
     logits, cache = self.model.decode_step(prev_ids, i, state["cache"], state["src_bias"],
