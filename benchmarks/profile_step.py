@@ -13,33 +13,21 @@ time, so the sums add up to the step.
 
 import argparse
 import collections
-import glob
 import os
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import traces  # noqa: E402  pylint: disable=wrong-import-position
+
 
 def op_times(logdir):
   """(seconds by op type, seconds by op name) summed over the newest trace in logdir."""
-  from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=import-outside-toplevel
-  path = sorted(glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True))[-1]
-  space = xplane_pb2.XSpace()
-  with open(path, "rb") as f:
-    space.ParseFromString(f.read())
   by_type, by_name = collections.Counter(), collections.Counter()
-  for plane in space.planes:
-    for line in plane.lines:
-      if not line.name.startswith("tf_Compute"):
-        continue
-      for event in line.events:
-        name = plane.event_metadata[event.metadata_id].name
-        if "ExecutorState" in name or "Iterator" in name:
-          continue
-        seconds = event.duration_ps / 1e12
-        by_type[name.split(":")[-1]] += seconds
-        by_name[name] += seconds
+  for _, op_name, op_type, _, duration in traces.trace_events(logdir)[0]:
+    by_type[op_type] += duration / 1e12
+    by_name[f"{op_name}:{op_type}"] += duration / 1e12
   return by_type, by_name
 
 

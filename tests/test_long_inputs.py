@@ -13,7 +13,6 @@ import pytest
 
 from model_dir_util import make_model_dir
 from t2t_repro.data import batching
-from t2t_repro.decoding import beam_search
 from t2t_repro.decoding.translator import DecodeConfig, Translator
 from t2t_repro.decoding.loading import load_for_inference
 
@@ -39,13 +38,13 @@ def test_bound_lengths_cuts_and_keeps_eos(loaded, caplog):
 def test_one_huge_line_is_decoded_within_the_bound(loaded, monkeypatch, caplog):
   model, hparams, tokenizer = loaded
   widths = []
-  real_search = beam_search.beam_search
+  real_decode = Translator.decode_batch
 
-  def recording_search(model, inputs, **kwargs):
+  def recording_decode(self, inputs, prefixes=None):
     widths.append(np.shape(inputs)[1])
-    return real_search(model, inputs, **kwargs)
+    return real_decode(self, inputs, prefixes)
 
-  monkeypatch.setattr(beam_search, "beam_search", recording_search)
+  monkeypatch.setattr(Translator, "decode_batch", recording_decode)
   huge = " ".join(["a little dog runs on the grass"] * 15000)  # 105,000 characters
   lines = ["A man rides a bike.", huge, "", "Two dogs play."]
   translator = Translator(model, tokenizer, DecodeConfig(beam_size=2, decode_extra_length=2,

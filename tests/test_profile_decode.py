@@ -7,6 +7,7 @@ _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(_REPO, "benchmarks"))
 
 import profile_decode  # noqa: E402  pylint: disable=wrong-import-position
+import traces  # noqa: E402  pylint: disable=wrong-import-position
 
 _STEP = "while/body/_1/while/p_grow_alive/p_model_step/p_decode_step"
 
@@ -39,6 +40,6 @@ def test_parts_of_decode_ops():
 
 
 def test_busy_time_is_the_union_of_intervals():
-  assert profile_decode.busy_ps([]) == 0
-  assert profile_decode.busy_ps([(0, 10), (5, 15), (20, 30), (22, 25)]) == 25
-  assert profile_decode.busy_ps([(20, 30), (0, 10)]) == 20
+  assert traces.busy_ps([]) == 0
+  assert traces.busy_ps([(0, 10), (5, 15), (20, 30), (22, 25)]) == 25
+  assert traces.busy_ps([(20, 30), (0, 10)]) == 20
