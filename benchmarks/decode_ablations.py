@@ -78,7 +78,8 @@ def ablations(model, rows, cache_len, src_len, beam, calls):
       "one layer: FFN": lambda: layer.ffn(x),
       "output projection (logits matmul)": lambda: model.logits(hidden),
       "log_softmax [rows, V]": lambda: tf.nn.log_softmax(logits),
-      "candidate scores + top_k(2k) of k x V": candidates_top_k,
+      "candidate scores + top_k(2k) of k x V (the search before the two-stage top-k)":
+          candidates_top_k,
       "cache reorder: gather self K/V, all layers": lambda: model.reorder_cache(cache,
                                                                                 reorder_rows),
       "lever: Q, K, V projections as 3 matmuls (now)": lambda: (
@@ -87,7 +88,7 @@ def ablations(model, rows, cache_len, src_len, beam, calls):
       "lever: logits x E^T with transpose_b (now)": lambda: tf.matmul(hidden, emb,
                                                                       transpose_b=True),
       "lever: logits x E^T with E^T stored": lambda: tf.matmul(hidden, emb_t),
-      "lever: top_k(2k) per beam row, then of k x 2k": per_row_top_k,
+      "top_k(2k) per beam row, then of k x 2k (the search now)": per_row_top_k,
       "lever: logsumexp + top_k(2k) of raw logits per row, then of k x 2k (no log_softmax, "
       "no k x V add)": top_k_before_log_softmax,
       "lever: full step, XLA (jit_compile=True)": full_step,
