@@ -37,6 +37,7 @@ def _assert_same_weights(dir_a, dir_b):
     assert np.array_equal(readers[0].get_tensor(name), readers[1].get_tensor(name)), name
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("extra", [(), ("--cache_examples_mb=0", "--num_cpu_replicas=2",
                                         "--accum_steps=2")], ids=["in_memory", "streamed_2x2"])
 def test_5_then_7_updates_equal_12(multi30k_slice, tmp_path, extra):

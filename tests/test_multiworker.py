@@ -47,6 +47,7 @@ def _single_process_run(tmp_path):
   return init, losses, final
 
 
+@pytest.mark.integration
 def test_two_workers_equal_single_process(tmp_path):
   init, losses, final = _single_process_run(tmp_path)
   init_path = tmp_path / "init.npz"

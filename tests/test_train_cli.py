@@ -74,6 +74,7 @@ def _event_tags(folder):
 
 
 @pytest.mark.slow
+@pytest.mark.integration
 def test_sigterm_and_kill_then_resume(multi30k_slice, tmp_path):
   model_dir = tmp_path / "model"
   base = train_command(multi30k_slice, model_dir, "--eval_every_steps=0", "--save_checkpoints_steps=4",
