@@ -34,7 +34,6 @@ import hashlib
 import os
 from collections.abc import Mapping
 
-from t2t_repro.data import corpus as corpus_lib
 from t2t_repro.data import text_files
 from t2t_repro.errors import MissingDataError
 
@@ -142,7 +141,7 @@ class Problem:
       return text_files.ParallelText(list(tfds_corpus.iter_pairs()), 0, tfds_corpus.origin)
     return text_files.read_parallel_files(pairs)
 
-  def corpus(self, split, cache_dir=None, chunk_lines=corpus_lib.CHUNK_LINES):
+  def corpus(self, split, cache_dir=None, chunk_lines=None):
     """The pairs of `split` as a stream, for training text of any size.
 
     Local files are validated once (streaming) and indexed; the record is kept
@@ -153,7 +152,7 @@ class Problem:
     Args:
       split: a name in `splits`.
       cache_dir: folder of the validation records (e.g. the vocabulary cache).
-      chunk_lines: lines per chunk of the index.
+      chunk_lines: lines per chunk of the index (None: `corpus.CHUNK_LINES`).
 
     Returns:
       corpus.ParallelCorpus or corpus.TfdsCorpus.
@@ -161,9 +160,11 @@ class Problem:
     Raises:
       as `text_pairs`.
     """
+    from t2t_repro.data import corpus as corpus_lib  # pylint: disable=import-outside-toplevel
     if self._tfds_needed(split):
       return self._tfds_corpus()
-    return corpus_lib.ParallelCorpus(self.file_pairs(split), cache_dir, chunk_lines)
+    return corpus_lib.ParallelCorpus(self.file_pairs(split), cache_dir,
+                                     chunk_lines or corpus_lib.CHUNK_LINES)
 
   def tfds_builder(self):
     """`tfds.builder(tfds_name, data_dir=tfds_dir)` (nothing is downloaded here)."""
@@ -186,6 +187,9 @@ class Problem:
                            f"{self._how_to_get(split)}")
 
   def _tfds_corpus(self):
+    # TensorFlow is imported only when a corpus is read: the commands check their flags
+    # (problem names included) before it.
+    from t2t_repro.data import corpus as corpus_lib  # pylint: disable=import-outside-toplevel
     return corpus_lib.TfdsCorpus(self.tfds_builder(), self.source_lang, self.target_lang,
                                  f"TFDS {self.tfds_name} train ({self.tfds_dir})")
 
