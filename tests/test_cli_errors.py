@@ -138,14 +138,20 @@ def test_train_rejects_before_writing(data, tmp_path, shared_data_dir, existing,
   assert not any(p.name.startswith(".model") for p in tmp_path.iterdir())  # no staging leftovers
 
 
-def test_train_usage_errors_do_not_import_tensorflow(data, tmp_path):
-  """The FAST_TRAIN_CASES fail before TensorFlow is imported (an answer in about a second,
-  not the ~8 s of importing it): the import log of one of them has no `tensorflow`."""
-  cmd = [sys.executable, "-X", "importtime", "-m", "t2t_repro.train",
-         *_train_args(data, tmp_path / "model"), "--problem=nope"]
-  result = subprocess.run(cmd, capture_output=True, timeout=600, env=_ENV, check=False)
+@pytest.mark.parametrize("command", ["train", "parse"])
+def test_usage_errors_do_not_import_tensorflow(data, tmp_path, ptb_dir, command):
+  """The FAST_TRAIN_CASES and the parser's training settings fail before TensorFlow is
+  imported (an answer in about a second, not the ~8 s of importing it): the import log of
+  such a run has no `tensorflow`."""
+  if command == "train":
+    args = ["-m", "t2t_repro.train", *_train_args(data, tmp_path / "model"), "--problem=nope"]
+  else:
+    args = [os.path.join(_REPO, "tools", "parse.py"), "--mode=train", f"--ptb_dir={ptb_dir}",
+            f"--model_dir={tmp_path / 'parser'}", "--augment_rate=0"]
+  result = subprocess.run([sys.executable, "-X", "importtime", *args], capture_output=True,
+                          timeout=600, env=_ENV, check=False)
   stderr = result.stderr.decode("utf-8", "replace")
-  assert result.returncode == 2 and "train: error: " in stderr, stderr[-3000:]
+  assert result.returncode == 2 and f"{command}: error: " in stderr, stderr[-3000:]
   imported = {line.rsplit("|", 1)[-1].strip() for line in stderr.splitlines()
               if line.startswith("import time:")}
   assert "t2t_repro.hparams" in imported and "tensorflow" not in imported

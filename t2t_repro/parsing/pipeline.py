@@ -21,14 +21,11 @@ from t2t_repro import errors
 from t2t_repro import fileio
 from t2t_repro.data import text_files
 from t2t_repro import hparams as hparams_lib
-from t2t_repro.decoding.translator import DecodeConfig, Translator
-from t2t_repro.decoding.loading import load_models, split_names
 from t2t_repro.model_dir import ModelDir
 from t2t_repro.parsing import augment, evalb
 from t2t_repro.parsing import prepare as prepare_lib
 from t2t_repro.parsing import treebank
 from t2t_repro.parsing import trees as trees_lib
-from t2t_repro.parsing.bracket_vocab import learn_bracket_vocab, piece_stats, pieces, tree_constraint
 from t2t_repro.parsing.prepare import read_data_stats
 from t2t_repro.training.api import train
 from t2t_repro.training.config import TrainConfig, with_args
@@ -221,9 +218,11 @@ def train_parser(ptb_dir, model_dir, data_dir, *, splits=None, leaves="word",
     errors.UsageError, errors.DataError: a bad setting or unusable data (``train``).
     the errors of ``prepare.prepare`` and ``hparams.get_hparams``.
   """
-  # The hparams as the trainer resolves them, checked before anything is written.
+  # The hparams as the trainer resolves them, checked before anything is written (and
+  # before TensorFlow is imported).
   hp = hparams_lib.get_hparams(hparams, hparams_override, train_steps=train_steps)
   augment.check_settings(augment_copies, augment_rate)
+  from t2t_repro.parsing import bracket_vocab as bracket_vocab_lib  # pylint: disable=import-outside-toplevel
   os.makedirs(model_dir, exist_ok=True)
   stats = prepare_lib.prepare(ptb_dir, data_dir, splits, leaves,
                               augment_copies=augment_copies, augment_rate=augment_rate)
@@ -235,8 +234,9 @@ def train_parser(ptb_dir, model_dir, data_dir, *, splits=None, leaves="word",
     symbols = fileio.read_lines(os.path.join(data_dir, "symbols.txt"))
     if leaves == "xx":
       symbols.append(trees_lib.PLACEHOLDER_TAG)
-    learn_bracket_vocab((text for pair in zip(train_src, train_tgt) for text in pair),
-                        symbols, hp.vocab_size, vocab_path)
+    bracket_vocab_lib.learn_bracket_vocab(
+        (text for pair in zip(train_src, train_tgt) for text in pair), symbols, hp.vocab_size,
+        vocab_path)
     print(f"learned {vocab_path}: {hp.vocab_size} pieces, {len(symbols)} "
           "symbols as single pieces", flush=True)
   config = train_config(model_dir, data_dir, hparams=hparams, hparams_override=hparams_override,
@@ -249,9 +249,9 @@ def train_parser(ptb_dir, model_dir, data_dir, *, splits=None, leaves="word",
   seconds = time.monotonic() - start
   per_line = None
   if os.path.exists(vocab_path):
-    per_line, per_token = piece_stats(vocab_path, train_tgt)
+    per_line, per_token = bracket_vocab_lib.piece_stats(vocab_path, train_tgt)
     print(f"\nvocabulary {vocab_path}: first train target as pieces:\n"
-          f"  {' '.join(pieces(vocab_path, train_tgt[0]))}\n"
+          f"  {' '.join(bracket_vocab_lib.pieces(vocab_path, train_tgt[0]))}\n"
           f"  train targets: {per_line:.1f} pieces a line, {per_token:.3f} "
           "pieces a token", flush=True)
   print(f"training: {seconds / 60:.1f} min, step {result.step}", flush=True)
@@ -399,6 +399,10 @@ def decode_model_dir(model_dir, data_dir, splits, *, beam_size=None,
       decoding setting out of range, or models that do not form an ensemble
       (``loading.EnsembleError``).
   """
+  # pylint: disable=import-outside-toplevel
+  from t2t_repro.decoding.loading import load_models, split_names
+  from t2t_repro.decoding.translator import DecodeConfig, Translator
+  from t2t_repro.parsing import bracket_vocab as bracket_vocab_lib
   model_dirs = split_names(model_dir)
   model, hparams, tokenizer, paths = load_models(model_dirs, split_names(checkpoint_path))
   model_dir, checkpoint_path = model_dirs[0], ",".join(paths)
@@ -413,7 +417,7 @@ def decode_model_dir(model_dir, data_dir, splits, *, beam_size=None,
   entry = {"checkpoint": checkpoint_path, "step": step}
   stats = read_data_stats(data_dir)
   leaves = stats["leaves"]
-  constraint = tree_constraint(tokenizer, stats) if constrained else None
+  constraint = bracket_vocab_lib.tree_constraint(tokenizer, stats) if constrained else None
   translator = Translator(model, tokenizer, config, constraint)
   output_dir, done = os.path.join(model_dir, "decode"), {}
   if alphas:
