@@ -185,8 +185,9 @@ def _run_child(mode, model_dir, input_file, lines, uncached_lines, batch_tokens,
   return result
 
 
-def _export(model_dir, export_dir, mode):
-  """Writes the SavedModel (mode "savedmodel") or a CTranslate2 dir into export_dir."""
+def _export(model_dir, export_dir, mode, beam_size=0):
+  """Writes the SavedModel (mode "savedmodel", its search at `beam_size`, 0: the
+  hparams') or a CTranslate2 dir (the beam is a decoding option there) into export_dir."""
   from t2t_repro.serving.saved_model import export_model  # pylint: disable=import-outside-toplevel
   from t2t_repro.serving.ctranslate2 import export_ctranslate2  # pylint: disable=import-outside-toplevel
   start = time.perf_counter()
@@ -194,7 +195,8 @@ def _export(model_dir, export_dir, mode):
     export_ctranslate2(model_dir, os.path.join(export_dir, mode),
                        quantization=CT2_QUANTIZATION[mode], overwrite=True)
   else:
-    export_model(model_dir, os.path.join(export_dir, "savedmodel"), overwrite=True)
+    export_model(model_dir, os.path.join(export_dir, "savedmodel"), overwrite=True,
+                 beam_size=beam_size or None)
   return {"mode": "export", "export_s": time.perf_counter() - start}
 
 
@@ -294,7 +296,8 @@ def main(argv=None):
   args = parser.parse_args(argv)
 
   if args.child and args.export_only:
-    print(RESULT_PREFIX + json.dumps(_export(args.model_dir, args.export_dir, args.child)),
+    print(RESULT_PREFIX + json.dumps(_export(args.model_dir, args.export_dir, args.child,
+                                                 args.beam_size)),
           flush=True)
     return
   if args.child:
