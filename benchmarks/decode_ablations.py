@@ -14,9 +14,7 @@ def ablations(model, rows, cache_len, src_len, beam, calls):
   vocab = model.vocab_size
   inputs = tf.constant(rng.integers(3, min(vocab, 6000), [rows // beam, src_len]), tf.int32)
   memory, src_bias = model.encode(inputs)
-  memory = tf.repeat(memory, beam, axis=0)
-  src_bias = tf.repeat(src_bias, beam, axis=0)
-  cache = model.init_cache(memory)
+  cache = model.init_cache(memory, beam_size=beam)
   # A cache of cache_len positions: decode cache_len steps of fixed tokens (eagerly, once).
   ids = tf.constant(rng.integers(3, min(vocab, 6000), [rows]), tf.int32)
   for i in range(cache_len):

@@ -180,6 +180,26 @@ def test_cached_decoding_equals_full_decoder(grow_cache):
     assert cache["decoder_0"]["self"]["k"].shape[2] == expected_length
 
 
+def test_beams_of_a_sentence_share_its_encoder_decoder_keys_values():
+  """init_cache(beam_size=g): self-attention entries per hypothesis (g per sentence, the
+  beams adjacent), encoder-decoder keys/values once per sentence; every hypothesis's
+  logits equal the full decoder's on its own prefix and its sentence's memory."""
+  model = _model()
+  src = np.array([[5, 6, 7, 1, 0], [8, 9, 1, 0, 0]], np.int32)
+  beams = 3
+  tgt = np.random.default_rng(1).integers(3, 20, size=(2 * beams, 4)).astype(np.int32)
+  full = model((np.repeat(src, beams, 0), tgt)).numpy()
+  memory, bias = model.encode(src)
+  cache = model.init_cache(memory, beam_size=beams)
+  assert cache["decoder_0"]["self"]["k"].shape[0] == 2 * beams
+  assert cache["decoder_0"]["memory"]["k"].shape[0] == 2
+  previous = np.pad(tgt[:, :-1], [[0, 0], [1, 0]])
+  for step in range(tgt.shape[1]):
+    logits, cache = model.decode_step(tf.constant(previous[:, step]), tf.constant(step), cache,
+                                      bias, grow_cache=True)
+    np.testing.assert_allclose(logits.numpy(), full[:, step], atol=1e-5)
+
+
 @pytest.mark.parametrize("name,paper_m", [("base", 65), ("big", 213)])
 def test_parameter_counts_match_closed_form_and_table3(name, paper_m):
   hp = get_hparams(name, "vocab_size=37000")

@@ -33,8 +33,8 @@ class HandMade:
     rows = tf.shape(state["rows"])[0]
     return tf.tile(log_probs[None], [rows, 1]), state
 
-  def reorder(self, state, rows, source_rows=None):
-    del source_rows
+  def reorder(self, state, rows, sentences=None):
+    del sentences
     return {"rows": tf.gather(state["rows"], rows)}
 
 

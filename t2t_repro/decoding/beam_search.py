@@ -247,10 +247,9 @@ class _Search:
     stay = tf.cast(tf.reshape(tf.where(tf.logical_not(done)), [-1]), tf.int32)
     active = tf.nest.map_structure(lambda x: tf.gather(x, stay), loop.active)
     beam_rows = tf.gather(beam_rows, stay)
-    source_rows = tf.reshape(stay[:, None] * self.k + tf.range(self.k)[None, :], [-1])
     model_state = tf.cond(
         tf.reduce_any(done),
-        lambda: self.decoder.reorder(model_state, tf.reshape(beam_rows, [-1]), source_rows),
+        lambda: self.decoder.reorder(model_state, tf.reshape(beam_rows, [-1]), stay),
         lambda: self.decoder.reorder(model_state, tf.reshape(beam_rows, [-1])))
     loop = loop._replace(rows=tf.gather(loop.rows, stay), active=active, results=results)
     return loop, beam_rows, tf.gather(alive_tokens, stay), model_state

@@ -68,5 +68,5 @@ class EnsembleDecoder:
     log_probs = average_log_probs(tf.stack([log_probs for log_probs, _ in steps]))
     return log_probs, tuple(s for _, s in steps)
 
-  def reorder(self, state, rows, source_rows=None):
-    return tuple(d.reorder(s, rows, source_rows) for d, s in zip(self.decoders, state))
+  def reorder(self, state, rows, sentences=None):
+    return tuple(d.reorder(s, rows, sentences) for d, s in zip(self.decoders, state))

@@ -3,15 +3,15 @@
 Beam search (`t2t_repro.decoding.beam_search`) sees a model only through an object with
 
   `vocab_size`: int V;
-  `start(inputs, beam_size, max_length)` -> state, a nest of tensors with one row per
-    hypothesis (batch * beam_size rows, the beams of a sentence adjacent): the encoder
-    output and the (empty) decoder state;
+  `start(inputs, beam_size, max_length)` -> state for batch * beam_size hypotheses (the
+    beams of a sentence adjacent): the encoder output (per sentence) and the (empty)
+    decoder state (per hypothesis);
   `step(prev_ids, i, state)` -> (log_probs float32 [rows, V] for position i, new state),
     prev_ids int32 [rows] the decoder input at position i (0 at i = 0, else the output i - 1);
-  `reorder(state, rows, source_rows=None)` -> the state of the rows `rows` (int32 [rows'],
-    the hypothesis each new row continues); `source_rows` (int32 [rows']) is given only
-    when sentences left the batch: the rows whose per-sentence entries (the encoder
-    output, equal for every beam of a sentence) to keep.
+  `reorder(state, rows, sentences=None)` -> the state of the rows `rows` (int32 [rows'],
+    the hypothesis each new row continues); `sentences` (int32 [sentences']) is given
+    only when sentences left the batch: the sentences whose per-sentence entries (the
+    encoder output and its keys/values) to keep.
 
 as fairseq's `FairseqIncrementalDecoder` (the model owns `reorder_incremental_state`), so
 beam search does not know the cache layout. Adapters of a `model.transformer.Transformer`:
@@ -28,10 +28,6 @@ def _repeat_beams(x, beam_size):
   return tf.repeat(x, beam_size, axis=0)
 
 
-def _gather_rows(tree, rows):
-  return tf.nest.map_structure(lambda t: tf.gather(t, rows, axis=0), tree)
-
-
 class CachedDecoder:
   """Incremental decoding with the model's cache (`init_cache` / `decode_step`).
 
@@ -40,7 +36,9 @@ class CachedDecoder:
   O(step) instead of O(max_length) (parsing decodes with input + 300 but writes ~2 x
   input tokens: 3x faster measured on 16 long test sentences).
 
-  State: {"cache": the model's cache, "src_bias": float32 [rows, 1, 1, src_len]}.
+  State: {"cache": the model's cache (self-attention keys/values per hypothesis, the
+  encoder-decoder keys/values per sentence: projected once and read once per step for all
+  the beams of a sentence), "src_bias": float32 [sentences, 1, 1, src_len]}.
   """
 
   def __init__(self, model, fixed_size=False):
@@ -49,21 +47,17 @@ class CachedDecoder:
 
   def start(self, inputs, beam_size, max_length):
     memory, src_bias = self.model.encode(inputs, training=False)
-    # The encoder-decoder keys/values are projected once per sentence, then repeated for
-    # its beams (projecting the repeated memory did beam_size times the work).
-    cache = self.model.init_cache(memory, max_length if self.fixed_size else None)
-    return {"cache": tf.nest.map_structure(lambda t: _repeat_beams(t, beam_size), cache),
-            "src_bias": _repeat_beams(src_bias, beam_size)}
+    cache = self.model.init_cache(memory, max_length if self.fixed_size else None, beam_size)
+    return {"cache": cache, "src_bias": src_bias}
 
   def step(self, prev_ids, i, state):
     logits, cache = self.model.decode_step(prev_ids, i, state["cache"], state["src_bias"],
                                            grow_cache=not self.fixed_size)
     return tf.nn.log_softmax(tf.cast(logits, tf.float32)), dict(state, cache=cache)
 
-  def reorder(self, state, rows, source_rows=None):
-    cache = self.model.reorder_cache(state["cache"], rows, source_rows)
-    src_bias = state["src_bias"] if source_rows is None else tf.gather(state["src_bias"],
-                                                                        source_rows)
+  def reorder(self, state, rows, sentences=None):
+    cache = self.model.reorder_cache(state["cache"], rows, sentences)
+    src_bias = state["src_bias"] if sentences is None else tf.gather(state["src_bias"], sentences)
     return {"cache": cache, "src_bias": src_bias}
 
 
@@ -71,8 +65,9 @@ class FullDecoder:
   """Recomputes the full (teacher-forced) decoder on the whole prefix at every step.
 
   O(T^2) decoder work; the reference for the cached decoder. State: {"memory" float
-  [rows, src_len, d_model], "src_bias" float32 [rows, 1, 1, src_len], "prefix" int32
-  [rows, i]: the decoder inputs of the positions before i}.
+  [sentences, src_len, d_model], "src_bias" float32 [sentences, 1, 1, src_len], "prefix"
+  int32 [rows, i]: the decoder inputs of the positions before i}; the memory is repeated
+  for the hypotheses at every step.
   """
 
   def __init__(self, model, fixed_size=False):
@@ -84,22 +79,22 @@ class FullDecoder:
     del max_length
     memory, src_bias = self.model.encode(inputs, training=False)
     rows = tf.shape(inputs)[0] * beam_size
-    return {"memory": _repeat_beams(memory, beam_size),
-            "src_bias": _repeat_beams(src_bias, beam_size),
-            "prefix": tf.zeros([rows, 0], tf.int32)}
+    return {"memory": memory, "src_bias": src_bias, "prefix": tf.zeros([rows, 0], tf.int32)}
 
   def step(self, prev_ids, i, state):
     del i  # the prefix length
     prefix = tf.concat([state["prefix"], prev_ids[:, None]], 1)
     # decode() shifts its targets right: targets [y_0 .. y_{i-1}, any] -> inputs prefix.
     targets = tf.concat([prefix[:, 1:], tf.zeros_like(prev_ids)[:, None]], 1)
-    logits = self.model.decode(targets, state["memory"], state["src_bias"])[:, -1]
+    beams = tf.shape(prefix)[0] // tf.shape(state["memory"])[0]
+    logits = self.model.decode(targets, _repeat_beams(state["memory"], beams),
+                               _repeat_beams(state["src_bias"], beams))[:, -1]
     return tf.nn.log_softmax(tf.cast(logits, tf.float32)), dict(state, prefix=prefix)
 
-  def reorder(self, state, rows, source_rows=None):
+  def reorder(self, state, rows, sentences=None):
     same = {"memory": state["memory"], "src_bias": state["src_bias"]}
-    if source_rows is not None:
-      same = _gather_rows(same, source_rows)
+    if sentences is not None:
+      same = tf.nest.map_structure(lambda t: tf.gather(t, sentences, axis=0), same)
     return dict(same, prefix=tf.gather(state["prefix"], rows))
 
 

@@ -88,7 +88,10 @@ class MultiHeadAttention(keras.layers.Layer):
       fixed-size cache (T = max length: static shapes for XLA) with
       `tf.tensor_scatter_nd_update`, or appended to a growing cache (T = step, with
       `grow_cache`). Without `step` (encoder-decoder attention) it holds the memory's
-      precomputed "k" and "v" (see `memory_kv`) and `memory` is ignored.
+      precomputed "k" and "v" (see `memory_kv`) and `memory` is ignored; its first axis
+      may be the sentences while `query`'s is the hypotheses (batch = sentences x g, the
+      g beams of a sentence adjacent): each sentence's keys/values are then read once for
+      its g beams (their queries attend as g x q_len positions of one sentence).
     step: int32 scalar, the position being decoded (self-attention cache only).
     grow_cache: append to the self-attention cache (concat) instead of writing into
       a fixed-size one: each step then costs O(step), not O(max length) (tested equal).
@@ -210,6 +213,14 @@ class MultiHeadAttention(keras.layers.Layer):
   def call(self, query, memory=None, bias=None, cache=None, step=None, training=False,
            grow_cache=False):
     k, v, new_cache, q_offset = self._keys_values(query, memory, cache, step, grow_cache)
+    if cache is not None and step is None:
+      # Encoder-decoder attention while decoding: the keys/values are per sentence, the
+      # queries per hypothesis; the beams' queries become query positions of their sentence
+      # (exact: no mask between queries, no relative positions here).
+      shape = tf.shape(query)
+      query = tf.reshape(query, [tf.shape(k)[0], -1, self.d_model])
+      out, _ = self._attend(query, k, v, bias, training)
+      return tf.reshape(out, shape), new_cache
     out, _ = self._attend(query, k, v, bias, training, q_offset)
     return out, new_cache
 

@@ -13,7 +13,7 @@ from t2t_repro.model.feed_forward import FeedForward
 
 # A decoder layer's incremental-decoding cache is {"self": {"k", "v"}, MEMORY_KEY: {"k", "v"}}.
 # The MEMORY_KEY entry holds the encoder-decoder keys/values, projected once from the
-# encoder output: equal for every beam of a sentence, so beam search never reorders it.
+# encoder output: one row per sentence (not per beam), gathered only when sentences leave.
 MEMORY_KEY = "memory"
 
 

@@ -170,42 +170,45 @@ class Transformer(keras.Model):
                                                return_attention_scores=True)
     return {"encoder_self": enc, "decoder_self": dec_self, "encoder_decoder": dec_mem}
 
-  def init_cache(self, memory, max_decode_length=None):
-    """Cache for `decode_step`: per layer, empty self-attention keys/values and the
-    encoder-decoder keys/values projected once from `memory`.
+  def init_cache(self, memory, max_decode_length=None, beam_size=1):
+    """Cache for `decode_step`: per layer, empty self-attention keys/values for each
+    hypothesis and the encoder-decoder keys/values projected once per sentence.
 
     Args:
       memory: float [batch, src_len, d_model].
       max_decode_length: None for a growing cache (length 0, one position appended
         per step; `decode_step(..., grow_cache=True)`), or an int T [tokens] for a
         fixed-size cache of T zero positions (static shapes, for XLA).
+      beam_size: hypotheses per sentence (int >= 1).
 
     Returns:
-      nested dict of tensors whose first axis is batch:
-      {"decoder_i": {"self": {"k": [b, h, T, d_k], "v": [b, h, T, d_v]},
+      nested dict of tensors, first axis the hypotheses (b x beam_size rows, the beams
+      of a sentence adjacent) or the sentences (b rows):
+      {"decoder_i": {"self": {"k": [b * beam_size, h, T, d_k], "v": [b * beam_size, h, T, d_v]},
                      MEMORY_KEY: {"k": [b, h, src_len, d_k], "v": [b, h, src_len, d_v]}}}
-      with T = 0 for a growing cache (`layers.MEMORY_KEY` = "memory": the entries
-      equal for every beam of a sentence).
+      with T = 0 for a growing cache (`layers.MEMORY_KEY` = "memory"). The beams of a
+      sentence read its one copy of the encoder-decoder keys/values (see `decode_step`).
     """
     memory = tf.cast(memory, self.compute_dtype)  # bfloat16 under a mixed_bfloat16 policy
-    batch = tf.shape(memory)[0]
+    rows = tf.shape(memory)[0] * beam_size
     length = 0 if max_decode_length is None else max_decode_length
     cache = {}
     for layer in self.decoder_layers:
-      zeros = lambda depth: tf.zeros([batch, self.num_heads, length, depth], memory.dtype)
+      zeros = lambda depth: tf.zeros([rows, self.num_heads, length, depth], memory.dtype)
       cache[layer.name] = {"self": {"k": zeros(self.d_k), "v": zeros(self.d_v)},
                            MEMORY_KEY: layer.memory_attention.memory_kv(memory)}
     return cache
 
-  def reorder_cache(self, cache, rows, source_rows=None):
+  def reorder_cache(self, cache, rows, sentences=None):
     """The cache of the hypotheses `rows` (beam search's reorder).
 
     Args:
-      cache: from `init_cache` / `decode_step`, first axis the hypotheses.
+      cache: from `init_cache` / `decode_step`: "self" entries one row per hypothesis,
+        MEMORY_KEY entries one row per sentence.
       rows: int32 [rows']: the self-attention keys/values of row rows[j] become row j.
-      source_rows: None, or int32 [rows']: the rows of the encoder-decoder keys/values
-        to keep. They are equal for every beam of a sentence, so they change only when
-        sentences leave the batch (None: kept as they are, no copy).
+      sentences: None, or int32 [sentences']: the sentences whose encoder-decoder
+        keys/values to keep, given only when sentences leave the batch (None: kept as
+        they are, no copy).
 
     Returns:
       the reordered cache, same structure.
@@ -214,7 +217,7 @@ class Transformer(keras.Model):
       return tf.nest.map_structure(lambda t: tf.gather(t, index, axis=0), tree)
 
     def layer(value):
-      memory = value[MEMORY_KEY] if source_rows is None else pick(value[MEMORY_KEY], source_rows)
+      memory = value[MEMORY_KEY] if sentences is None else pick(value[MEMORY_KEY], sentences)
       return {"self": pick(value["self"], rows), MEMORY_KEY: memory}
 
     return {name: layer(value) for name, value in cache.items()}
@@ -223,17 +226,20 @@ class Transformer(keras.Model):
     """One incremental decoding step with cached keys and values.
 
     Args:
-      ids: int32 [batch], the token at position `step` of the decoder input
-        (0 at step 0, else the previous output).
+      ids: int32 [rows], the token at position `step` of the decoder input
+        (0 at step 0, else the previous output); rows = sentences x g, the g
+        hypotheses (beams) of a sentence adjacent.
       step: int32 scalar position.
-      cache: from `init_cache` (or the previous step).
-      src_bias: float32 [batch, 1, 1, src_len].
+      cache: from `init_cache` (or the previous step): "self" entries with `rows`
+        rows, MEMORY_KEY entries with `sentences` rows (the hypotheses of a sentence
+        attend to its encoder-decoder keys/values, read once for all g).
+      src_bias: float32 [sentences, 1, 1, src_len].
       grow_cache: True for a growing cache (`init_cache(memory)`): it then holds
         exactly the `step` previous positions, so no mask is needed and a step
         costs O(step); False for a fixed-size one (positions > step masked).
 
     Returns:
-      (logits float32 [batch, vocab_size] for position `step`, updated cache).
+      (logits float32 [rows, vocab_size] for position `step`, updated cache).
       Equal to `decode(...)[:, step]` of the full decoder (tested to 1e-5).
     """
     x = self._embed(ids[:, None], False, start=step)
