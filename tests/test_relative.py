@@ -1,6 +1,7 @@
 """Relative position representations (Shaw et al. 2018): position_encoding=relative."""
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -14,6 +15,7 @@ from t2t_repro.hparams import get_hparams
 from t2t_repro.model.attention import MultiHeadAttention
 from t2t_repro.model.transformer import Transformer
 from t2t_repro.model.summary import closed_form_params, count_parameters
+from model_dir_util import HPARAMS, make_model_dir
 from test_beam_search import EosBiasedTransformer, random_sources
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -84,17 +86,17 @@ def test_relative_hparams_are_checked():
     get_hparams("tiny", "position_encoding=relative,max_relative_position=0")
 
 
-def test_ctranslate2_export_refuses_relative_positions(tmp_path, multi30k_slice):
-  from t2t_repro.training.api import train  # pylint: disable=import-outside-toplevel
-  from t2t_repro.training.config import TrainConfig  # pylint: disable=import-outside-toplevel
-  data = multi30k_slice
+def test_ctranslate2_export_refuses_relative_positions(tmp_path, shared_data_dir):
+  """A model dir of a relative-position model (its hparams, vocabulary and a checkpoint of
+  its weights): the CTranslate2 export is one usage error line and writes nothing."""
   model_dir = tmp_path / "m"
-  result = train(TrainConfig(hparams="tiny", hparams_override="position_encoding=relative",
-                             problem="parallel_text", model_dir=str(model_dir), vocab_dir=str(data),
-                             train_steps=2, eval_every_steps=2, dev_bleu_lines=0,
-                             train_src=str(data / "train.en"), train_tgt=str(data / "train.de"),
-                             dev_src=str(data / "dev.en"), dev_tgt=str(data / "dev.de")))
-  assert result.step == 2 and np.isfinite(result.dev["nll"])
+  model_dir.mkdir()
+  source = make_model_dir(tmp_path / "source", shared_data_dir)
+  shutil.copy(os.path.join(source, "vocab.model"), model_dir / "vocab.model")
+  hparams = get_hparams("tiny", f"{HPARAMS},position_encoding=relative")
+  (model_dir / "hparams.json").write_text(hparams.to_json(), encoding="utf-8")
+  model = Transformer.from_hparams(hparams)
+  tf.train.CheckpointManager(tf.train.Checkpoint(model=model), str(model_dir), 1).save(1)
   proc = subprocess.run([sys.executable, "-m", "t2t_repro.export", f"--model_dir={model_dir}",
                          f"--export_dir={tmp_path / 'ct2'}", "--format=ctranslate2"],
                         capture_output=True, text=True, cwd=_REPO, check=False)
