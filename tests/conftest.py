@@ -111,8 +111,8 @@ class TrainedRun:
 @pytest.fixture(scope="session")
 def trained_run(multi30k_slice, tmp_path_factory):
   """The one end-to-end training run of the suite, shared by the tests that need a trained
-  model or the command's output: `tiny` for 300 steps on real Multi30k text (dev loss at
-  step 0 and 300, dev BLEU and test BLEU on 20 lines, checkpoints at 100, 200, 300), at the
+  model or the command's output: `tiny` for 200 steps on real Multi30k text (dev loss at
+  step 0 and 200, dev BLEU and test BLEU on 20 lines, checkpoints at 100 and 200), at the
   default verbosity (TF_CPP_MIN_LOG_LEVEL unset) with stdout and stderr redirected to files.
   Trained once per session, whatever the number of xdist workers; tests only read it.
   """
@@ -129,7 +129,7 @@ def _train_shared_run(data, work):
   """Runs `trained_run`'s command into `work`; writes work/done.json (return code, seconds
   from the last byte written to stderr to the exit)."""
   model_dir = work / "model"
-  cmd = train_command(data, model_dir, "--train_steps=300", "--eval_every_steps=300",
+  cmd = train_command(data, model_dir, "--train_steps=200", "--eval_every_steps=200",
                       "--eval_at_start", "--dev_bleu_lines=20", "--test_bleu_lines=20",
                       "--save_checkpoints_steps=100", f"--test_src={data / 'dev.en'}",
                       f"--test_tgt={data / 'dev.de'}")

@@ -55,10 +55,10 @@ def test_log_file_is_plain_and_quiet(trained_run):
     assert noise not in err, noise
   assert trained_run.stdout == ""  # the log is on stderr; stdout stays free for data
   # Plain progress lines every --log_every_steps=5 updates, with rounded tokens/s.
-  steps = [int(s) for s in re.findall(r"^step (\d+)/300 \| loss [\d.]+ \| nll [\d.]+ \| "
+  steps = [int(s) for s in re.findall(r"^step (\d+)/200 \| loss [\d.]+ \| nll [\d.]+ \| "
                                       r"lr [\d.e+-]+ \| [\d,]+ tok/s \| elapsed \d+:\d\d:\d\d \| "
                                       r"ETA \d+:\d\d:\d\d$", err, re.M)]
-  assert steps == list(range(5, 301, 5)), steps
+  assert steps == list(range(5, 201, 5)), steps
 
 
 @pytest.mark.slow
@@ -66,7 +66,7 @@ def test_startup_block_matches_summary(trained_run):
   startup = _block(trained_run.stderr, "t2t_repro.train")
   assert startup["pairs"] == "train 6,000, dev 300, test 300"
   assert startup["vocabulary"] == f"2,000 pieces, {trained_run.model_dir / 'vocab.model'}"
-  assert startup["hparams"] == "tiny, train_steps=300"
+  assert startup["hparams"] == "tiny, train_steps=200"
   assert startup["tokens/update"] == ("2,048 batch_tokens x 1 replica(s) x 1 accum_steps = 2,048")
   assert startup["precision"] == "float32"
   assert startup["start"] == "new run at step 0"
@@ -82,8 +82,8 @@ def test_closing_block_and_prompt_exit(trained_run):
   closing = _block(trained_run.stderr, "t2t_repro.train finished")
   assert trained_run.stderr.rstrip("\n").endswith(closing["outputs"])  # the last lines
   assert closing["checkpoint"] == tf.train.latest_checkpoint(str(trained_run.model_dir))
-  assert closing["steps"] == "0 -> 300 (300 this run)"
-  assert re.fullmatch(r"step 300: loss [\d.]+ nll [\d.]+ ppl [\d.]+ BLEU [\d.]+ "
+  assert closing["steps"] == "0 -> 200 (200 this run)"
+  assert re.fullmatch(r"step 200: loss [\d.]+ nll [\d.]+ ppl [\d.]+ BLEU [\d.]+ "
                       r"\(sacreBLEU, first 20 dev lines\)", closing["dev"])
   test_bleu = re.search(r"^sacreBLEU \(primary[^)]*\): ([\d.]+)$", trained_run.stderr, re.M).group(1)
   assert closing["test"] == f"sacreBLEU {test_bleu} (parallel_text, first 20 lines, beam 4, alpha 0.6)"
@@ -181,8 +181,8 @@ def test_averaging_a_short_run_says_what_to_do(trained_run, tmp_path):
                  f"--output_dir={tmp_path / 'avg'}"])
   assert result.returncode == 2  # a usage error: --num_last
   assert result.stderr.startswith("average: error: ") and result.stderr.count("\n") == 1
-  assert "lists 3 checkpoints, fewer than --num_last=5" in result.stderr
-  assert "average those with --num_last=3" in result.stderr
+  assert "lists 2 checkpoints, fewer than --num_last=5" in result.stderr
+  assert "average those with --num_last=2" in result.stderr
   assert not os.path.exists(tmp_path / "avg")
 
 

@@ -42,7 +42,7 @@ def test_score_of_the_beams_own_outputs_equals_the_beams_score(trained_run, alph
 
 def test_ensemble_scores_as_it_decodes(trained_run):
   model_dir = str(trained_run.model_dir)
-  loaded = load_models([model_dir], [f"{model_dir}/ckpt-100", f"{model_dir}/ckpt-300"])
+  loaded = load_models([model_dir], [f"{model_dir}/ckpt-100", f"{model_dir}/ckpt-200"])
   assert isinstance(loaded.model, Ensemble)
   hyps, pieces = _beam_then_score(loaded.model, loaded.tokenizer, 0.0)
   for (beam_score, _, _, _), log_probs in zip(hyps, pieces):
