@@ -14,8 +14,8 @@ float32, growing cache) and reports:
   profile       one more pass under `tf.profiler.experimental` (the trace is written
                 to `--logdir`, viewable in TensorBoard's profile plugin); the op events of
                 the trace's `tf_Compute` (inter-op) threads are summed into the BUCKETS
-                below by scoped op name and op type: encoder; decoder init (memory
-                repeated per beam, encoder-decoder K/V projected once per batch); per
+                below by scoped op name and op type: encoder; decoder init (the
+                encoder-decoder K/V projected once per sentence, once per batch); per
                 decoder part (self-attention projections / cache append / attend,
                 cross-attention, FFN, LayerNorm + residual, embedding); output projection
                 (the logits matmul over the vocabulary); log-softmax; top-k; candidate
@@ -89,8 +89,8 @@ DEFAULT_INPUT = "../shared/data/multi30k/test_2016_flickr.en"
 # Buckets of the profile, in table order: (bucket, description).
 BUCKETS = (
     ("encoder", "encoder stack and source embedding, once per batch (outside the loop)"),
-    ("decoder_init", "once per batch: the memory repeated beam_size times and the "
-                     "encoder-decoder K/V of every decoder layer projected from it (init_cache)"),
+    ("decoder_init", "once per batch: the encoder-decoder K/V of every decoder layer, one "
+                     "row per sentence, and the empty self-attention cache (init_cache)"),
     ("self_attn.qkv_out_proj", "decoder self-attention: Q, K, V and output projections (MatMul)"),
     ("self_attn.cache_concat", "decoder self-attention: appending this step's K, V to the "
                                "cache (ConcatV2)"),
