@@ -46,6 +46,11 @@ def _agreement(ours, paper):
   return "no" if paper != "~" else "paper: no change"
 
 
+def _blank(value):
+  """A paper value, or '' for a row the paper does not have."""
+  return "" if value is None else value
+
+
 def rows_in_order(results):
   """[(row name, its runs)] in the order the rows were first recorded (table3.py runs them
   in the paper's order)."""
@@ -80,16 +85,20 @@ def table(results):
       d_ppl, d_bleu = ppl - ppl_mean, bleu - bleu_mean
       unit = lambda d, sd: f" ({d / sd:+.1f})" if sd else ""  # noqa: E731
       diffs = (f"{d_ppl:+.3f}{unit(d_ppl, ppl_sd)}", f"{d_bleu:+.2f}{unit(d_bleu, bleu_sd)}")
-      agree = " / ".join(_agreement(_direction(d, sd), _paper_direction(p, pb)) for d, sd, p, pb in (
-          (d_ppl, ppl_sd, r["paper_ppl"], paper_base["paper_ppl"]),
-          (d_bleu, bleu_sd, r["paper_bleu"], paper_base["paper_bleu"])))
+      if r["paper_ppl"] is None:
+        agree = "extra run (not in the paper)"
+      else:
+        agree = " / ".join(_agreement(_direction(d, sd), _paper_direction(p, pb))
+                           for d, sd, p, pb in (
+                               (d_ppl, ppl_sd, r["paper_ppl"], paper_base["paper_ppl"]),
+                               (d_bleu, bleu_sd, r["paper_bleu"], paper_base["paper_bleu"])))
       ppl_cell, bleu_cell = f"{ppl:.2f}", f"{bleu:.2f}"
     wall = statistics.fmean(x["train_wall_s"] for x in runs) / 60
     cpu = statistics.fmean(x["train_cpu_s"] for x in runs) / 60
     lines.append(
         f"| {name} | {h['num_layers']} | {h['d_model']} | {h['d_ff']} | {h['num_heads']} | "
         f"{h['d_k']} | {h['d_v']} | {h['dropout']} | {h['label_smoothing']} | {r['train_steps']} | "
-        f"{ppl_cell} | {r['paper_ppl']} | {bleu_cell} | {r['paper_bleu']} | "
+        f"{ppl_cell} | {_blank(r['paper_ppl'])} | {bleu_cell} | {_blank(r['paper_bleu'])} | "
         f"{r['params'] / 1e6:.2f} | {r['paper_params'] or ''} | {diffs[0]} | {diffs[1]} | {agree} | "
         f"{wall:.1f} / {cpu:.1f} |")
   return "\n".join(lines)
@@ -112,7 +121,8 @@ def plot(results, path):
         ax.plot([i] * len(runs), [x[key] for x in runs], ".", color="tab:blue", alpha=0.5)
     ax.set_ylabel(f"ours: {label}", color="tab:blue")
     twin = ax.twinx()
-    twin.plot(range(len(names)), [runs[0][paper_key] for _, runs in rows], "s", color="tab:red",
+    paper = [float("nan") if runs[0][paper_key] is None else runs[0][paper_key] for _, runs in rows]
+    twin.plot(range(len(names)), paper, "s", color="tab:red",
               label="paper (WMT14 newstest2013)")
     twin.set_ylabel(f"paper: {label}", color="tab:red")
     ax.grid(alpha=0.3)

@@ -59,13 +59,17 @@ def test_a_factor_that_does_not_divide_a_width_is_refused():
 def test_rows_selection():
   assert table3.select_rows("A") == ["base", "A_h1", "A_h4", "A_h16", "A_h32"]
   assert table3.select_rows("big,D_ls0") == ["base", "D_ls0", "big"]
-  assert len(table3.select_rows("all")) == 20
+  assert len(table3.select_rows("all")) == 21  # the paper's 20 and the extra run, last
+  assert table3.select_rows("extra") == ["base", "A_h8_wide"]
+  # The extra run: 8 heads as wide as A_h1's one (d_k = d_v = d_model at every factor).
+  wide = table3.scaled_hparams(table3.ROW_BY_NAME["A_h8_wide"], 8)
+  assert (wide["num_heads"], wide["d_k"], wide["d_v"]) == (8, wide["d_model"], wide["d_model"])
   with pytest.raises(table3.UsageError, match="unknown row or group 'Z'"):
     table3.select_rows("A,Z")
 
 
 def _fake_result(name, seed, shared, ppl, bleu):
-  row = table3.ROWS[table3.ROW_NAMES.index(name)]
+  row = table3.ROW_BY_NAME[name]
   return {"row": name, "group": row.group, "seed": seed, "settings": shared,
           "hparams": table3.scaled_hparams(row, shared["factor"]), "train_steps": 10,
           "params": 1000, "dev_ppl": ppl, "dev_bleu": bleu, "train_wall_s": 60, "train_cpu_s": 100,
@@ -116,6 +120,10 @@ def test_report_gives_differences_in_units_of_the_base_seed_spread():
   assert lines["C_N2"].split(" | ")[18] == "yes / yes"  # paper: N=2 worse on both
   # D_ls0: PPL +0.02 is within noise where the paper has it lower: "within noise".
   assert lines["D_ls0"].split(" | ")[18] == "within noise / within noise"
+  # A row the paper does not have: no paper columns, no agreement claimed.
+  extra = table3_report.table(results + [_fake_result("A_h8_wide", 1, shared, 4.0, 25.0)])
+  cells = [line for line in extra.splitlines() if line.startswith("| A_h8_wide |")][0].split(" | ")
+  assert (cells[11], cells[13], cells[18]) == ("", "", "extra run (not in the paper)")
 
 
 def test_bad_arguments_are_one_line_errors(tmp_path):
