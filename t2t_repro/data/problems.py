@@ -163,8 +163,9 @@ class Problem:
     from t2t_repro.data import corpus as corpus_lib  # pylint: disable=import-outside-toplevel
     if self._tfds_needed(split):
       return self._tfds_corpus()
-    return corpus_lib.ParallelCorpus(self.file_pairs(split), cache_dir,
-                                     chunk_lines or corpus_lib.CHUNK_LINES)
+    if chunk_lines is None:
+      chunk_lines = corpus_lib.CHUNK_LINES
+    return corpus_lib.ParallelCorpus(self.file_pairs(split), cache_dir, chunk_lines)
 
   def tfds_builder(self):
     """`tfds.builder(tfds_name, data_dir=tfds_dir)` (nothing is downloaded here)."""
