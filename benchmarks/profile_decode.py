@@ -300,10 +300,12 @@ def step_stats(model, batches, beam, alpha, extra):
     sentences += len(steps)
     src_tokens += int(np.count_nonzero(inputs))
     iterations += int(steps.max())
-    row_steps += beam * int(steps.sum())
+    # Position 0 is decoded once per sentence, every later one once per beam.
+    started = int(np.count_nonzero(steps))
+    row_steps += beam * int(steps.sum()) - (beam - 1) * started
     # A sentence with s steps is a row at positions 0 .. s - 1 (cache lengths 0 .. s - 1).
     position_rows += beam * int((steps * (steps - 1) // 2).sum())
-    src_rows += beam * int((steps * inputs.shape[1]).sum())
+    src_rows += (beam * int(steps.sum()) - (beam - 1) * started) * inputs.shape[1]
     widths.append(inputs.shape[1])
   return {"batches": len(batches), "loop_iterations": iterations, "hypothesis_steps": row_steps,
           "rows_per_iteration": row_steps / iterations,

@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 from t2t_repro.decoding import beam_search as bs
+from t2t_repro.decoding import model_interface
 from t2t_repro.hparams import get_hparams
 from t2t_repro.model.transformer import Transformer
 
@@ -231,6 +232,37 @@ def test_uncached_equals_cached(model, sources):
                                 cached=False)
   np.testing.assert_array_equal(ids, ids_u)
   np.testing.assert_allclose(scores, scores_u, atol=1e-5)
+
+
+class RowCounting:
+  """A model whose cached decoders record the hypothesis rows of every step (eager search)."""
+
+  def __init__(self, model):
+    self.model, self.rows = model, []
+
+  def decoder(self, cached, fixed_size):
+    del cached
+    counting = self
+
+    class Decoder(model_interface.CachedDecoder):
+      def step(self, prev_ids, i, state):
+        counting.rows.append(int(prev_ids.shape[0]))
+        return super().step(prev_ids, i, state)
+
+    return Decoder(self.model, fixed_size)
+
+
+def test_first_position_decoded_once_per_sentence(model, sources):
+  """Position 0 runs one row per sentence (its k beams would compute the same step), then k
+  rows per sentence; with static shapes (XLA) every step has batch x k rows. Same results."""
+  growing, static = RowCounting(model), RowCounting(model)
+  ids, scores = (t.numpy() for t in bs.search(growing, sources, 9, 0.6, beam_size=3))
+  ids_s, scores_s = (t.numpy() for t in bs.search(static, sources, 9, 0.6, beam_size=3,
+                                                   static_max_length=9))
+  assert growing.rows[:2] == [6, 18]
+  assert static.rows == [18] * len(static.rows)
+  np.testing.assert_array_equal(ids_s, ids)
+  np.testing.assert_allclose(scores_s, scores, atol=1e-5)
 
 
 def test_one_trace_for_all_batch_shapes(model, sources):

@@ -158,7 +158,15 @@ class _Search:
     seqs = tf.reshape(active.alive_seq, [b * k, -1])
     # Decoder input at position i: the start symbol (PAD_ID) at i = 0, else the token at i - 1.
     prev = tf.where(i > 0, tf.gather(seqs, tf.maximum(i - 1, 0), axis=1), PAD_ID)
+    if self.compact:
+      # Position 0 is decoded once per sentence (its k beams would all compute the same
+      # step); its log-probabilities are repeated for the k beams, of which only beam 0 is
+      # alive, and the first reorder expands the model state to k rows per sentence.
+      prev = tf.cond(tf.equal(i, 0), lambda: prev[::k], lambda: prev)
     log_probs, model_state = self.decoder.step(prev, i, model_state)
+    if self.compact:
+      log_probs = tf.cond(tf.equal(i, 0), lambda: tf.repeat(log_probs, k, axis=0),
+                          lambda: log_probs)
     if self.constraint is not None:
       log_probs = tf.where(self.constraint.allowed(constraint_state), log_probs, NEG_INF)
     # Two top-k's, exact: the best 2k of the k x V extensions are among the best 2k of each
@@ -224,8 +232,10 @@ class _Search:
     beam_rows = (tf.range(b) * self.k)[:, None] + alive_beam  # [b, k] rows of the new beams
     loop = loop._replace(active=active)
     if self.compact:
-      loop, beam_rows, alive_tokens, model_state = self.leave_batch(loop, beam_rows, alive_tokens,
-                                                                    model_state)
+      # The model state's rows: one per sentence after position 0 (see grow_alive).
+      state_rows = tf.where(tf.equal(loop.i, 0), beam_rows // self.k, beam_rows)
+      loop, beam_rows, alive_tokens, model_state = self.leave_batch(
+          loop, beam_rows, state_rows, alive_tokens, model_state)
     else:
       model_state = self.decoder.reorder(model_state, tf.reshape(beam_rows, [-1]))
     constraint_state = loop.constraint_state
@@ -236,9 +246,10 @@ class _Search:
           tf.reshape(alive_tokens, [-1]))
     return loop._replace(i=loop.i + 1, model_state=model_state, constraint_state=constraint_state)
 
-  def leave_batch(self, loop, beam_rows, alive_tokens, model_state):
+  def leave_batch(self, loop, beam_rows, state_rows, alive_tokens, model_state):
     """Sentences that are done go to the results and leave the active batch; the model
-    state is reordered with the beams and, when some left, with the remaining sentences."""
+    state is reordered with the beams (its rows `state_rows` [b, k] become the new beams)
+    and, when some left, with the remaining sentences."""
     done = loop.active.done
     results = tf.nest.map_structure(
         lambda out, x: tf.tensor_scatter_nd_update(out, tf.boolean_mask(loop.rows, done)[:, None],
@@ -247,10 +258,11 @@ class _Search:
     stay = tf.cast(tf.reshape(tf.where(tf.logical_not(done)), [-1]), tf.int32)
     active = tf.nest.map_structure(lambda x: tf.gather(x, stay), loop.active)
     beam_rows = tf.gather(beam_rows, stay)
+    state_rows = tf.reshape(tf.gather(state_rows, stay), [-1])
     model_state = tf.cond(
         tf.reduce_any(done),
-        lambda: self.decoder.reorder(model_state, tf.reshape(beam_rows, [-1]), stay),
-        lambda: self.decoder.reorder(model_state, tf.reshape(beam_rows, [-1])))
+        lambda: self.decoder.reorder(model_state, state_rows, stay),
+        lambda: self.decoder.reorder(model_state, state_rows))
     loop = loop._replace(rows=tf.gather(loop.rows, stay), active=active, results=results)
     return loop, beam_rows, tf.gather(alive_tokens, stay), model_state
 
@@ -330,7 +342,7 @@ def search(model, inputs, max_decode_length, alpha, beam_size=4, n_best=None, eo
                      tf.tile(initial_log_probs, [batch, 1]), tf.zeros(seq_shape, tf.int32),
                      tf.fill([batch, k], NEG_INF), tf.zeros([batch], tf.int32))
   loop = _LoopState(tf.constant(0), tf.range(batch), active, active,
-                    decoder.start(inputs, k, max_len),
+                    decoder.start(inputs, 1 if steps.compact else k, max_len),
                     () if constraint is None else constraint.start(inputs, k, max_lengths))
   # Shapes keep their rank; the batch (and the growing cache's length) may vary.
   invariants = tf.nest.map_structure(lambda t: tf.TensorShape([None] * t.shape.rank), loop)
