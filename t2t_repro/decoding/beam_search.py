@@ -69,6 +69,7 @@ import tensorflow as tf
 
 from t2t_repro.constants import EOS_ID, NEG_INF, PAD_ID
 from t2t_repro.decoding import model_interface
+from t2t_repro.decoding.top_k import block_top_k
 from t2t_repro.model.attention import non_pad_lengths
 
 # NEG_INF is the log-probability of impossible hypotheses (tensor2tensor uses -1e7); real
@@ -170,9 +171,11 @@ class _Search:
     if self.constraint is not None:
       log_probs = tf.where(self.constraint.allowed(constraint_state), log_probs, NEG_INF)
     # Two top-k's, exact: the best 2k of the k x V extensions are among the best 2k of each
-    # hypothesis's V, and ties keep the one-top-k order (beam first, then token id).
+    # hypothesis's V (taken by blocks, `top_k.block_top_k`), and ties keep the one-top-k
+    # order (beam first, then token id).
     n = self.per_hypothesis
-    row_log_probs, row_tokens = tf.math.top_k(tf.reshape(log_probs, [b, k, self.vocab]), n)
+    row_log_probs, row_tokens = (tf.reshape(t, [b, k, n]) for t in
+                                 block_top_k(tf.reshape(log_probs, [b * k, self.vocab]), n))
     candidates = active.alive_log_probs[:, :, None] + row_log_probs
     top_log_probs, top_index = tf.math.top_k(tf.reshape(candidates, [b, k * n]),
                                              self.num_candidates)
