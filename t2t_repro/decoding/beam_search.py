@@ -292,9 +292,10 @@ def search(model, inputs, max_decode_length, alpha, beam_size=4, n_best=None, eo
   Speed (no result depends on it, tested): finished sentences leave the batch (not with
   `static_max_length`: XLA needs static shapes); one set of 2 x beam_size candidates
   serves rules 2 and 3 (at most beam_size of them end in EOS, one per hypothesis), taken
-  in two top-k's (each hypothesis's best 2 x beam_size, then the best of those); the
-  encoder-decoder keys/values are projected once per sentence (docs/BENCHMARKS.md
-  section 9: 12 % fewer CPU-seconds together).
+  in two top-k's (each hypothesis's best 2 x beam_size, by blocks, then the best of
+  those); the encoder-decoder keys/values are projected once per sentence; position 0 is
+  decoded once per sentence, not per beam (not with `static_max_length`).
+  docs/BENCHMARKS.md section 9 measures each.
   The settings' ranges are checked by `decoding.config.DecodeConfig`, not here.
 
   Args:
