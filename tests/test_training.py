@@ -28,7 +28,8 @@ def test_smoothed_cross_entropy_matches_explicit_distribution():
   logits = rng.normal(size=(5, 7)).astype(np.float32) * 3
   labels = np.array([0, 3, 6, 2, 2])
   weights = np.array([1, 1, 1, 0, 1], np.float32)
-  smoothed, nll = smoothed_cross_entropy(tf.constant(logits), tf.constant(labels, tf.int32),
+  smoothed, nll = smoothed_cross_entropy(tf.constant(logits), tf.eye(logits.shape[1]),
+                                         tf.constant(labels, tf.int32),
                                          tf.constant(weights), 0.1)
   ref_smoothed, ref_nll = _reference_smoothed(logits, labels, 0.1)
   np.testing.assert_allclose(smoothed.numpy(), (ref_smoothed * weights).sum(), rtol=1e-5)
@@ -42,7 +43,7 @@ def test_smoothed_cross_entropy_gradient_is_softmax_minus_q():
   weights = np.array([1, 0, 1, 2], np.float32)
   with tf.GradientTape() as tape:
     tape.watch(logits)
-    smoothed, _ = smoothed_cross_entropy(logits, tf.constant(labels, tf.int32),
+    smoothed, _ = smoothed_cross_entropy(logits, tf.eye(6), tf.constant(labels, tf.int32),
                                          tf.constant(weights), 0.1)
   q = np.full([4, 6], 0.1 / 5)
   q[np.arange(4), labels] = 0.9
@@ -61,7 +62,7 @@ def test_smoothed_cross_entropy_gradients_of_both_outputs(compiled):
   def grads(logits):
     with tf.GradientTape(persistent=True) as tape:
       tape.watch(logits)
-      smoothed, nll = smoothed_cross_entropy(logits, tf.constant(labels, tf.int32),
+      smoothed, nll = smoothed_cross_entropy(logits, tf.eye(5), tf.constant(labels, tf.int32),
                                              tf.constant(weights), 0.2)
       mix = smoothed + 3.0 * nll
     return tape.gradient(nll, logits), tape.gradient(mix, logits)
@@ -75,6 +76,36 @@ def test_smoothed_cross_entropy_gradients_of_both_outputs(compiled):
   np.testing.assert_allclose(d_mix.numpy(), (p - q + 3 * (p - onehot)) * weights[:, None], atol=1e-5)
 
 
+@pytest.mark.parametrize("dtype,tol", [(tf.float32, 1e-5), (tf.bfloat16, 3e-2)])
+def test_smoothed_cross_entropy_gradients_equal_autodiff_of_the_projection(dtype, tol):
+  # The fused gradient (p into the projection's matmuls, the label and uniform terms added
+  # after) against autodiff of logits = hidden @ matrix^T and the explicit smoothed loss.
+  rng = np.random.default_rng(3)
+  hidden = tf.constant(rng.normal(size=(6, 4)).astype(np.float32))
+  matrix = tf.Variable(rng.normal(size=(9, 4)).astype(np.float32))
+  labels = tf.constant([8, 0, 3, 3, 5, 1], tf.int32)
+  weights = tf.constant([1, 1, 0, 1, 2, 1], tf.float32)
+  eps = 0.1
+  q = tf.one_hot(labels, 9) * (1 - eps - eps / 8) + eps / 8
+
+  def grads(fused):
+    with tf.GradientTape() as tape:
+      tape.watch(hidden)
+      h = tf.cast(hidden, dtype)
+      if fused:
+        smoothed, nll = smoothed_cross_entropy(h, matrix, labels, weights, eps)
+      else:
+        logits = tf.cast(tf.matmul(h, tf.cast(matrix, dtype), transpose_b=True), tf.float32)
+        log_p = tf.nn.log_softmax(logits)
+        smoothed = tf.reduce_sum(-tf.reduce_sum(q * log_p, -1) * weights)
+        nll = tf.reduce_sum(-tf.gather(log_p, labels[:, None], batch_dims=1)[:, 0] * weights)
+      total = smoothed + 0.5 * nll
+    return [total] + tape.gradient(total, [hidden, matrix])
+
+  for fused, plain in zip(grads(True), grads(False)):
+    np.testing.assert_allclose(fused.numpy(), plain.numpy(), rtol=tol, atol=tol)
+
+
 def test_smoothed_cross_entropy_exact_where_the_true_probability_underflows():
   # p(label) = e^-200 underflows float32; log Z comes from the largest p, so the NLL is
   # still exact (a -log p(label) formulation would give inf or a clamp).
@@ -82,7 +113,8 @@ def test_smoothed_cross_entropy_exact_where_the_true_probability_underflows():
   logits[0, 2] = 200.0  # label 4 is 200 nats below the max
   logits[1] = [1, 2, 3, 4, 5, 6]
   labels = np.array([4, 0])
-  smoothed, nll = smoothed_cross_entropy(tf.constant(logits), tf.constant(labels, tf.int32),
+  smoothed, nll = smoothed_cross_entropy(tf.constant(logits), tf.eye(logits.shape[1]),
+                                         tf.constant(labels, tf.int32),
                                          tf.ones([2]), 0.1)
   ref_smoothed, ref_nll = _reference_smoothed(logits, labels, 0.1)
   assert ref_nll[0] == pytest.approx(200.0, abs=1e-6)
@@ -92,12 +124,13 @@ def test_smoothed_cross_entropy_exact_where_the_true_probability_underflows():
 
 def test_smoothed_cross_entropy_rejects_out_of_range_labels():
   with pytest.raises(tf.errors.InvalidArgumentError):
-    smoothed_cross_entropy(tf.zeros([2, 5]), tf.constant([1, 5]), tf.ones([2]), 0.1)
+    smoothed_cross_entropy(tf.zeros([2, 5]), tf.eye(5), tf.constant([1, 5]), tf.ones([2]), 0.1)
 
 
 def test_uniform_logits_give_log_vocab():
   # With all logits equal, p = 1/V everywhere, so both losses are log V per token.
-  smoothed, nll = smoothed_cross_entropy(tf.zeros([2, 10]), tf.constant([1, 4]), tf.ones([2]), 0.1)
+  smoothed, nll = smoothed_cross_entropy(tf.zeros([2, 10]), tf.eye(10), tf.constant([1, 4]),
+                                       tf.ones([2]), 0.1)
   np.testing.assert_allclose([smoothed.numpy(), nll.numpy()], [2 * np.log(10)] * 2, rtol=1e-6)
 
 

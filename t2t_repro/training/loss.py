@@ -7,13 +7,15 @@ import tensorflow as tf
 from t2t_repro.constants import PAD_ID
 
 
-def smoothed_cross_entropy(logits, labels, weights, label_smoothing):
-  """Sums of the label-smoothed loss and of the plain NLL over weighted tokens.
+def smoothed_cross_entropy(hidden, matrix, labels, weights, label_smoothing):
+  """Sums of the label-smoothed loss and of the plain NLL of the output layer's logits.
 
-  The smoothed target q puts 1 - eps on the true token and eps / (V - 1) on every
-  other token (tensor2tensor's smoothing, §5.4 with eps = eps_ls). Sums, not means:
-  the caller divides by the GLOBAL number of real target tokens, so that an update
-  does not depend on how a batch is split across replicas or accumulation steps.
+  The logits are hidden @ matrix^T: the tied pre-softmax projection (§3.4,
+  `SharedEmbedding.logits`), computed here so that its gradient can be fused with the
+  loss's. The smoothed target q puts 1 - eps on the true token and eps / (V - 1) on
+  every other token (tensor2tensor's smoothing, §5.4 with eps = eps_ls). Sums, not
+  means: the caller divides by the GLOBAL number of real target tokens, so that an
+  update does not depend on how a batch is split across replicas or accumulation steps.
 
   How it is computed (the [num_tokens, V] logits are the largest tensor of the step:
   4080 x 37000 for `base`): since (1 - eps) + (V - 1) eps / (V - 1) = 1,
@@ -21,31 +23,38 @@ def smoothed_cross_entropy(logits, labels, weights, label_smoothing):
   with low = eps / (V - 1). p comes from one softmax kernel (oneDNN's on CPU), and
   log Z from its largest entry, which cannot underflow (p_max >= 1 / V):
       nll = log Z - logit[label],   log Z = max_v logit[v] - log p_max.
-  A custom gradient writes softmax - q (two element-wise passes and a scatter of one
-  value per row), where autodiff of logsumexp + gather would scatter into a dense
-  [num_tokens, V] tensor; on CPU it is faster than TensorFlow's fused
-  SparseSoftmaxCrossEntropyWithLogits kernel (docs/BENCHMARKS.md section 2).
+  The gradient with respect to the logits of row n is a_n p - b_n - c_n onehot(label_n)
+  (a = d smoothed + d nll, b = low d smoothed, c = a - low V d smoothed; softmax - q for
+  the smoothed loss). It is never written as a [num_tokens, V] tensor: the custom
+  gradient takes p itself into the two matmuls of the projection's gradient and adds the
+  b and c terms as a column sum, a gather of the label rows of `matrix` and a segment
+  sum into them. Autodiff would write softmax - q (a pass over [num_tokens, V]) and then
+  scatter the label terms into a copy of it (docs/BENCHMARKS.md section 0).
 
   Args:
-    logits: float [num_tokens, V] (cast to float32 here).
+    hidden: float32 or bfloat16 [num_tokens, d_model], the decoder output of the real
+      target positions (the matmuls run in its dtype).
+    matrix: float32 [V, d_model], the shared embedding matrix E.
     labels: int32 [num_tokens] true ids in [0, V).
     weights: float32 [num_tokens], 1 for real tokens, 0 for padding.
     label_smoothing: eps in [0, 1).
 
   Returns:
-    (smoothed_sum, nll_sum): float32 scalars [nats]. Gradients flow to `logits`
-    from both (d smoothed / d logits = softmax - q, d nll / d logits = softmax - onehot).
+    (smoothed_sum, nll_sum): float32 scalars [nats]. Gradients flow to `hidden` and
+    `matrix` from both (d smoothed / d logits = softmax - q, d nll / d logits =
+    softmax - onehot), in their own dtypes.
 
   Raises:
     tf.errors.InvalidArgumentError: (when run) a label outside [0, V).
   """
-  logits = tf.cast(logits, tf.float32)
   labels = tf.cast(labels, tf.int32)
-  vocab = tf.cast(tf.shape(logits)[-1], tf.float32)
+  vocab = tf.cast(tf.shape(matrix)[0], tf.float32)
   low = label_smoothing / (vocab - 1.0)
 
   @tf.custom_gradient
-  def per_token(logits):
+  def per_token(hidden, matrix):
+    weights_in = tf.cast(matrix, hidden.dtype)
+    logits = tf.cast(tf.matmul(hidden, weights_in, transpose_b=True), tf.float32)
     p = tf.nn.softmax(logits)
     true_logit = tf.gather(logits, labels[:, None], batch_dims=1)[:, 0]
     log_z = tf.reduce_max(logits, axis=-1) - tf.math.log(tf.reduce_max(p, axis=-1))
@@ -53,14 +62,23 @@ def smoothed_cross_entropy(logits, labels, weights, label_smoothing):
     smoothed = nll + low * (vocab * true_logit - tf.reduce_sum(logits, axis=-1))
 
     def grad(d_smoothed, d_nll):
-      d_both = d_smoothed + d_nll
-      dense = p * d_both[:, None] - (low * d_smoothed)[:, None]
-      at_label = tf.stack([tf.range(tf.shape(labels)[0]), labels], axis=1)
-      return tf.tensor_scatter_nd_add(dense, at_label, low * vocab * d_smoothed - d_both)
+      a = (d_smoothed + d_nll)[:, None]
+      b = (low * d_smoothed)[:, None]
+      c = a - (low * vocab * d_smoothed)[:, None]
+      p_in = tf.cast(p, hidden.dtype)
+      hidden32 = tf.cast(hidden, tf.float32)
+      d_hidden = (a * tf.cast(tf.matmul(p_in, weights_in), tf.float32)
+                  - b * tf.reduce_sum(matrix, axis=0)[None, :]
+                  - c * tf.gather(matrix, labels))
+      scaled = tf.cast(a * hidden32, hidden.dtype)
+      d_matrix = (tf.cast(tf.matmul(p_in, scaled, transpose_a=True), tf.float32)
+                  - tf.reduce_sum(b * hidden32, axis=0)[None, :]
+                  - tf.math.unsorted_segment_sum(c * hidden32, labels, tf.shape(matrix)[0]))
+      return tf.cast(d_hidden, hidden.dtype), tf.cast(d_matrix, matrix.dtype)
 
     return (smoothed, nll), grad
 
-  smoothed, nll = per_token(logits)
+  smoothed, nll = per_token(hidden, tf.convert_to_tensor(matrix))
   return tf.reduce_sum(smoothed * weights), tf.reduce_sum(nll * weights)
 
 
@@ -93,6 +111,7 @@ def batch_loss_sums(model, batch, label_smoothing, training, static_shapes=False
     hidden = tf.boolean_mask(hidden, mask)
     labels = tf.boolean_mask(targets, mask)
     weights = tf.ones_like(labels, tf.float32)
-  smoothed, nll = smoothed_cross_entropy(model.logits(hidden), labels, weights, label_smoothing)
+  smoothed, nll = smoothed_cross_entropy(hidden, model.embedding.embeddings, labels, weights,
+                                        label_smoothing)
   return (smoothed, nll, tf.reduce_sum(tf.cast(mask, tf.float32)),
           tf.reduce_sum(tf.cast(tf.not_equal(inputs, PAD_ID), tf.float32)))
