@@ -20,8 +20,10 @@ that peak RSS is per mode and TF_ENABLE_ONEDNN_OPTS is applied at import):
 Against Model Garden's beam search (same shapes, equal work):
 
   ours_fixed          `cached` with an end id outside the vocabulary, so that no
-                      beam ever finishes and every sentence runs exactly source
-                      length + decode_extra_length steps
+                      beam ever finishes, and one budget per batch (its longest
+                      source + decode_extra_length, as Model Garden's and
+                      CTranslate2's): every sentence of a batch runs exactly that
+                      many steps
   model_garden_fixed  `peer_models.model_garden_decoder`: Model Garden's
                       Seq2SeqTransformer with this model's shapes (layers,
                       d_model, d_ff, heads, vocabulary; random weights, since its
@@ -40,6 +42,22 @@ Against CTranslate2 on the same weights (`python -m t2t_repro.export
                       outputs may differ, see docs/SERVING.md), max_decoding_length =
                       the batch's longest source + decode_extra_length. Output tokens:
                       hypothesis pieces + 1 (EOS).
+  ctranslate2_float32_fixed
+                      the same with min_decoding_length = max_decoding_length, so that
+                      every hypothesis runs the batch's whole budget (equal work with
+                      ours_fixed); output tokens: decoded positions.
+
+`--random_hparams=base` (with the *_fixed modes only) decodes an hparams set's model with
+random weights (`keras.utils.set_random_seed(1)`, the same weights in every process: the
+results carry a checksum) instead of `--model_dir`'s, whose vocabulary then only encodes
+the sources; the CTranslate2 vocabulary is that vocabulary's pieces padded with filler
+pieces to the random model's size. A random model almost never ends a hypothesis, which is
+why only equal-work modes make sense for it:
+
+  python benchmarks/decode_throughput.py --model_dir=runs/m30k_sw0/averaged \
+      --random_hparams=base --input_file=../shared/data/multi30k/test_2016_flickr.en \
+      --lines=200 --uncached_lines=0 --beam_size=4 --decode_extra_length=0 \
+      --modes=ours_fixed,ctranslate2_float32_fixed --rounds=3
 
 With --rounds=N the modes run round-robin N times (each run a fresh process), so that
 load from other jobs hits every mode alike; the table has one row per run, and a
@@ -61,6 +79,7 @@ the model included), and whether the outputs equal the cached decoder's.
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -73,8 +92,10 @@ import peers  # pylint: disable=wrong-import-position
 RESULT_PREFIX = "DECODE_RESULT "
 DEFAULT_INPUT = "../shared/data/wmt14/newstest2014-full.en-de.en"
 MODES = ("cached", "cached_bfloat16", "uncached", "savedmodel", "ours_fixed", "model_garden_fixed",
-         "ctranslate2_float32", "ctranslate2_int8")
-CT2_QUANTIZATION = {"ctranslate2_float32": None, "ctranslate2_int8": "int8"}
+         "ctranslate2_float32", "ctranslate2_int8", "ctranslate2_float32_fixed")
+FIXED_MODES = tuple(m for m in MODES if m.endswith("_fixed"))
+CT2_QUANTIZATION = {"ctranslate2_float32": None, "ctranslate2_int8": "int8",
+                    "ctranslate2_float32_fixed": None}
 
 
 def _read_lines(path, n):
@@ -109,64 +130,96 @@ def _timed_pass(decode, batches, count_all=False):
   return time.perf_counter() - start, tokens, outputs
 
 
-def _ctranslate2_decoder(ct2_dir, tokenizer, beam, alpha, extra, threads):
-  """ids [b, S] -> list of output id lists (EOS appended), with CTranslate2."""
-  import ctranslate2  # pylint: disable=import-outside-toplevel
+def _pieces(tokenizer, vocab_size):
+  """The vocabulary's pieces in id order, padded with filler pieces to vocab_size."""
   import sentencepiece as spm  # pylint: disable=import-outside-toplevel
   sp = spm.SentencePieceProcessor(model_proto=tokenizer.model_proto)
+  pieces = [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
+  return pieces + [f"<filler_{i}>" for i in range(len(pieces), vocab_size)]
+
+
+def _ctranslate2_decoder(ct2_dir, pieces, beam, alpha, extra, threads, fixed=False):
+  """ids [b, S] -> list of output id lists, with CTranslate2: EOS appended, or with
+  `fixed` every hypothesis forced to the batch's budget (all its positions counted)."""
+  import ctranslate2  # pylint: disable=import-outside-toplevel
+  ids = {p: i for i, p in enumerate(pieces)}
   translator = ctranslate2.Translator(ct2_dir, device="cpu", inter_threads=1,
                                       intra_threads=threads)
 
   def decode(inputs):
-    sources = [[sp.id_to_piece(int(t)) for t in row if t > 1] for row in inputs]
+    sources = [[pieces[int(t)] for t in row if t > 1] for row in inputs]
+    budget = max(len(x) for x in sources) + 1 + extra
     results = translator.translate_batch(
         sources, beam_size=beam, length_penalty=alpha, num_hypotheses=1,
-        max_decoding_length=max(len(x) for x in sources) + 1 + extra)
-    return [[sp.piece_to_id(p) for p in r.hypotheses[0]] + [1] for r in results]
+        max_decoding_length=budget, min_decoding_length=budget if fixed else 0)
+    return [[ids[p] for p in r.hypotheses[0]] + ([] if fixed else [1]) for r in results]
   return decode
 
 
-def _run_child(mode, model_dir, input_file, lines, uncached_lines, batch_tokens, beam_size,
-               export_dir, threads=2):
-  """One mode in THIS process; returns the result dict."""
-  import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  tf.config.threading.set_intra_op_parallelism_threads(threads)
-  from t2t_repro.decoding import beam_search as bs  # pylint: disable=import-outside-toplevel
+def _load(mode, model_dir, random_hparams):
+  """(model, hparams, tokenizer): model_dir's, or `random_hparams`' model with random
+  weights (seed 1) and model_dir's tokenizer."""
   from t2t_repro.decoding.loading import load_for_inference  # pylint: disable=import-outside-toplevel
-  model, hp, tokenizer = load_for_inference(
-      model_dir, inference_dtype="bfloat16" if mode == "cached_bfloat16" else "float32")
-  beam = beam_size or hp.beam_size
-  n = uncached_lines if mode == "uncached" else lines
-  text = _read_lines(input_file, n)
-  batches = _batches(model, tokenizer, text, batch_tokens)
+  if not random_hparams:
+    return load_for_inference(
+        model_dir, inference_dtype="bfloat16" if mode == "cached_bfloat16" else "float32")
+  import keras  # pylint: disable=import-outside-toplevel
+  from t2t_repro import hparams as hparams_lib  # pylint: disable=import-outside-toplevel
+  from t2t_repro.data.vocab import Tokenizer  # pylint: disable=import-outside-toplevel
+  from t2t_repro.model.transformer import Transformer  # pylint: disable=import-outside-toplevel
+  keras.utils.set_random_seed(1)
+  hp = hparams_lib.get_hparams(random_hparams)
+  model = Transformer.from_hparams(hp)
+  model.build()
+  return model, hp, Tokenizer.from_file(os.path.join(model_dir, "vocab.model"))
+
+
+def _checksum(model):
+  """Sum of |w| over the model's weights: equal in every process for the same weights."""
+  import numpy as np  # pylint: disable=import-outside-toplevel
+  return float(sum(np.abs(w.numpy()).astype(np.float64).sum() for w in model.weights))
+
+
+def _run_child(mode, args):
+  """One mode in THIS process; returns the result dict."""
+  import numpy as np  # pylint: disable=import-outside-toplevel
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+  from t2t_repro.decoding import beam_search as bs  # pylint: disable=import-outside-toplevel
+  model, hp, tokenizer = _load(mode, args.model_dir, args.random_hparams)
+  beam = args.beam_size or hp.beam_size
+  extra = hp.decode_extra_length if args.decode_extra_length is None else args.decode_extra_length
+  n = args.uncached_lines if mode == "uncached" else args.lines
+  text = _read_lines(args.input_file, n)
+  batches = _batches(model, tokenizer, text, args.batch_tokens)
   never_eos = hp.vocab_size  # no beam ever ends: fixed, equal work (see module docstring)
   if mode == "savedmodel":
-    loaded = tf.saved_model.load(os.path.join(export_dir, "savedmodel"))
+    loaded = tf.saved_model.load(os.path.join(args.export_dir, "savedmodel"))
     fn = loaded.signatures["translate_ids"]
     decode = lambda x: fn(inputs=tf.constant(x))["ids"]
   elif mode == "ours_fixed":
-    decode = lambda x: bs.beam_search(model, x, beam_size=beam, alpha=hp.alpha, n_best=1,
-                                      decode_extra_length=hp.decode_extra_length,
-                                      eos_id=never_eos)[0][:, 0]
+    decode = lambda x: bs.beam_search(
+        model, x, beam_size=beam, alpha=hp.alpha, n_best=1, eos_id=never_eos,
+        max_decode_length=np.full([len(x)], (x > 0).sum(1).max() + extra, np.int32))[0][:, 0]
   elif mode in CT2_QUANTIZATION:
-    decode = _ctranslate2_decoder(os.path.join(export_dir, mode), tokenizer, beam, hp.alpha,
-                                  hp.decode_extra_length, threads)
+    decode = _ctranslate2_decoder(os.path.join(args.export_dir, mode),
+                                  _pieces(tokenizer, hp.vocab_size), beam, hp.alpha, extra,
+                                  args.threads, fixed=mode in FIXED_MODES)
   elif mode == "model_garden_fixed":
     config = dict(num_layers=hp.num_layers, d_model=hp.d_model, d_ff=hp.d_ff,
                   num_heads=hp.num_heads, vocab_size=hp.vocab_size)
     decode = peer_models.model_garden_decoder(config, beam_size=beam, alpha=hp.alpha,
-                                        extra_decode_length=hp.decode_extra_length,
-                                        eos_id=never_eos)
+                                              extra_decode_length=extra, eos_id=never_eos)
   else:
     decode = lambda x: bs.beam_search(model, x, beam_size=beam, alpha=hp.alpha, n_best=1,
-                                      decode_extra_length=hp.decode_extra_length,
+                                      decode_extra_length=extra,
                                       cached=mode != "uncached")[0][:, 0]
   start = time.perf_counter()
   decode(batches[0][1][:1])  # first call: trace (and, for the SavedModel, restore functions)
   trace_s = time.perf_counter() - start
   load_before = os.getloadavg()[0]
   cpu0 = time.process_time()
-  wall, tokens, outputs = _timed_pass(decode, batches, count_all=mode.endswith("_fixed"))
+  wall, tokens, outputs = _timed_pass(decode, batches, count_all=mode in FIXED_MODES)
   cpu = time.process_time() - cpu0
   result = {"mode": mode, "lines": len(text), "beam_size": beam, "alpha": hp.alpha,
             "trace_s": trace_s, "wall_s": wall, "cpu_s": cpu, "output_tokens": tokens,
@@ -174,29 +227,35 @@ def _run_child(mode, model_dir, input_file, lines, uncached_lines, batch_tokens,
             "tokens_per_cpu_s": tokens / cpu, "process_cpu_per_wall": cpu / wall,
             "loadavg_1min_before": load_before,
             "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1") not in ("0", "false"),
-            "outputs": [list(outputs[j]) for j in range(len(text))]}
-  if mode == "cached" and uncached_lines:  # the same subset as `uncached`, for the speed-up
-    subset = _batches(model, tokenizer, text[:uncached_lines], batch_tokens)
+            "outputs": [list(outputs[j]) for j in range(len(text))],
+            "weights_checksum": _checksum(model) if args.random_hparams else None}
+  if mode == "cached" and args.uncached_lines:  # the same subset as `uncached`, for the speed-up
+    subset = _batches(model, tokenizer, text[:args.uncached_lines], args.batch_tokens)
     wall, tokens, _ = _timed_pass(decode, subset)
-    result.update(subset_lines=min(uncached_lines, len(text)), subset_wall_s=wall,
-                  subset_sentences_per_s=min(uncached_lines, len(text)) / wall,
+    lines = min(args.uncached_lines, len(text))
+    result.update(subset_lines=lines, subset_wall_s=wall, subset_sentences_per_s=lines / wall,
                   subset_tokens_per_s=tokens / wall)
   result["peak_rss_bytes"] = peers.peak_rss_bytes()
   return result
 
 
-def _export(model_dir, export_dir, mode, beam_size=0):
-  """Writes the SavedModel (mode "savedmodel", its search at `beam_size`, 0: the
-  hparams') or a CTranslate2 dir (the beam is a decoding option there) into export_dir."""
+def _export(mode, args):
+  """Writes the SavedModel (mode "savedmodel", its search at --beam_size, 0: the
+  hparams') or a CTranslate2 dir (the beam is a decoding option there) into
+  --export_dir; with --random_hparams the CTranslate2 dir of the random model."""
+  from t2t_repro.serving import ctranslate2 as ct2_export  # pylint: disable=import-outside-toplevel
   from t2t_repro.serving.saved_model import export_model  # pylint: disable=import-outside-toplevel
-  from t2t_repro.serving.ctranslate2 import export_ctranslate2  # pylint: disable=import-outside-toplevel
   start = time.perf_counter()
-  if mode in CT2_QUANTIZATION:
-    export_ctranslate2(model_dir, os.path.join(export_dir, mode),
-                       quantization=CT2_QUANTIZATION[mode], overwrite=True)
+  output_dir = os.path.join(args.export_dir, mode)
+  if args.random_hparams:
+    model, hp, tokenizer = _load(mode, args.model_dir, args.random_hparams)
+    ct2_export.save_spec(ct2_export.build_spec(model, _pieces(tokenizer, hp.vocab_size)),
+                         output_dir, CT2_QUANTIZATION[mode])
+  elif mode in CT2_QUANTIZATION:
+    ct2_export.export_ctranslate2(args.model_dir, output_dir,
+                                  quantization=CT2_QUANTIZATION[mode], overwrite=True)
   else:
-    export_model(model_dir, os.path.join(export_dir, "savedmodel"), overwrite=True,
-                 beam_size=beam_size or None)
+    export_model(args.model_dir, output_dir, overwrite=True, beam_size=args.beam_size or None)
   return {"mode": "export", "export_s": time.perf_counter() - start}
 
 
@@ -209,7 +268,9 @@ def run_isolated(mode, args, export_dir, onednn, export=False):
          f"--model_dir={os.path.abspath(args.model_dir)}", f"--input_file={args.input_file}",
          f"--lines={args.lines}", f"--uncached_lines={args.uncached_lines}",
          f"--batch_tokens={args.batch_tokens}", f"--beam_size={args.beam_size}",
-         f"--export_dir={export_dir}"]
+         f"--export_dir={export_dir}", f"--random_hparams={args.random_hparams}"]
+  if args.decode_extra_length is not None:
+    cmd.append(f"--decode_extra_length={args.decode_extra_length}")
   proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600, check=False)
   for line in reversed(proc.stdout.splitlines()):
     if line.startswith(RESULT_PREFIX):
@@ -226,7 +287,7 @@ def summarize(results):
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
   for r in results:
     same = "-"
-    if cached is not None and r["mode"] != "cached" and not r["mode"].endswith("_fixed"):
+    if cached is not None and r["mode"] != "cached" and r["mode"] not in FIXED_MODES:
       n = r["lines"]
       same = f"{sum(a == b for a, b in zip(r['outputs'], cached['outputs'][:n]))}/{n}"
     lines.append(
@@ -246,24 +307,27 @@ def summarize(results):
     lines.append(f"\ncached / uncached on the same {uncached['lines']} lines: "
                  f"{cached['subset_sentences_per_s'] / uncached['sentences_per_s']:.1f}x "
                  "sentences/s")
-  ours, garden = (next((r for r in results if r["mode"] == m), None)
-                  for m in ("ours_fixed", "model_garden_fixed"))
-  if ours and garden:
-    ratio = ours["sentences_per_s"] / garden["sentences_per_s"]
-    lines.append(f"\nours_fixed / model_garden_fixed: {ratio:.2f}x sentences/s (decoded "
-                 f"positions: {ours['output_tokens']} vs {garden['output_tokens']})")
+  ours = [r for r in results if r["mode"] == "ours_fixed"]
+  for peer in ("model_garden_fixed", "ctranslate2_float32_fixed"):
+    other = [r for r in results if r["mode"] == peer]
+    if ours and other:
+      ratio = (statistics.median(r["sentences_per_s"] for r in ours)
+               / statistics.median(r["sentences_per_s"] for r in other))
+      lines.append(f"\nours_fixed / {peer}: {ratio:.2f}x sentences/s, medians (decoded "
+                   f"positions per pass: {ours[0]['output_tokens']} vs {other[0]['output_tokens']}; "
+                   f"weights checksum {ours[0]['weights_checksum']} vs "
+                   f"{other[0]['weights_checksum']})")
   return "\n".join(lines)
 
 
 def _medians(results):
   """Median output tokens per wall and per CPU second of each mode over the rounds, and
   their ratio to ctranslate2_float32."""
-  import statistics  # pylint: disable=import-outside-toplevel
   modes = list(dict.fromkeys(r["mode"] for r in results))
   med = {m: {key: statistics.median(r[key] for r in results if r["mode"] == m)
              for key in ("tokens_per_s", "tokens_per_cpu_s", "loadavg_1min_before")}
          for m in modes}
-  peer = med.get("ctranslate2_float32")
+  peer = med.get("ctranslate2_float32") or med.get("ctranslate2_float32_fixed")
   lines = ["", "| mode (median over rounds) | tokens/s | tokens/CPU-s | load "
            "| vs CT2 float32 (wall) | vs CT2 float32 (CPU) |", "|---|---|---|---|---|---|"]
   for m in modes:
@@ -290,25 +354,28 @@ def main(argv=None):
                       help="run the modes round-robin this many times")
   parser.add_argument("--threads", type=int, default=2,
                       help="intra-op threads of TensorFlow and CTranslate2")
+  parser.add_argument("--random_hparams", default="",
+                      help="an hparams set (e.g. base) with random weights instead of the model "
+                           "dir's (whose vocabulary then encodes the sources); *_fixed modes only")
+  parser.add_argument("--decode_extra_length", type=int, default=None,
+                      help="output budget = source length + this [tokens]; default: the hparams'")
   parser.add_argument("--child", choices=MODES, default=None, help=argparse.SUPPRESS)
   parser.add_argument("--export_only", type=int, default=0, help=argparse.SUPPRESS)
   parser.add_argument("--export_dir", default=None, help=argparse.SUPPRESS)
   args = parser.parse_args(argv)
 
   if args.child and args.export_only:
-    print(RESULT_PREFIX + json.dumps(_export(args.model_dir, args.export_dir, args.child,
-                                                 args.beam_size)),
-          flush=True)
+    print(RESULT_PREFIX + json.dumps(_export(args.child, args)), flush=True)
     return
   if args.child:
-    res = _run_child(args.child, args.model_dir, args.input_file, args.lines, args.uncached_lines,
-                     args.batch_tokens, args.beam_size, args.export_dir, args.threads)
-    print(RESULT_PREFIX + json.dumps(res), flush=True)
+    print(RESULT_PREFIX + json.dumps(_run_child(args.child, args)), flush=True)
     return
 
   unknown = set(args.modes.split(",")) - set(MODES)
   if unknown:
     parser.error(f"--modes: unknown {sorted(unknown)}; choose from {', '.join(MODES)}")
+  if args.random_hparams and set(args.modes.split(",")) - set(FIXED_MODES):
+    parser.error(f"--random_hparams: only the equal-work modes {', '.join(FIXED_MODES)}")
   modes = [m for m in args.modes.split(",") if m != "uncached" or args.uncached_lines]
   print(f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}; {os.cpu_count()} CPUs; {args.input_file}, "
         f"first {args.lines} lines (uncached: {args.uncached_lines}); {args.threads} threads; "

@@ -173,6 +173,27 @@ def build_spec(model, pieces):
   return spec
 
 
+def save_spec(spec, output_dir, quantization=None):
+  """Writes a filled spec (`build_spec`) as a CTranslate2 model dir (model.bin, config.json,
+  shared_vocabulary.json) with CTranslate2's own converter, replacing what is there.
+
+  Args:
+    spec: a `ctranslate2.specs.TransformerSpec`.
+    output_dir: the folder written.
+    quantization: None (float32) or one of `QUANTIZATIONS`.
+
+  Raises:
+    ImportError: ctranslate2 is not installed.
+  """
+  ctranslate2 = _require_ctranslate2()
+
+  class _Converter(ctranslate2.converters.Converter):
+    def _load(self):
+      return spec
+
+  _Converter().convert(output_dir, quantization=quantization, force=True)
+
+
 def export_ctranslate2(model_dir, output_dir, checkpoint_path=None, quantization=None,
                        overwrite=False, beam_size=None, alpha=None):
   """Writes the CTranslate2 model directory of a model dir.
@@ -206,7 +227,7 @@ def export_ctranslate2(model_dir, output_dir, checkpoint_path=None, quantization
     raise ValueError(f"{model_dir} uses relative position representations (position_encoding="
                      "relative), which this CTranslate2 export does not convert; serve it with "
                      "the SavedModel (--format=saved_model)")
-  ctranslate2 = _require_ctranslate2()
+  _require_ctranslate2()  # before anything is written
   if quantization in ("bfloat16", "int8_bfloat16") and importlib.util.find_spec("torch") is None:
     raise ImportError(f"CTranslate2's converter needs torch for --quantization={quantization} "
                       "(pip install torch), or choose int8 / int8_float32 / float16")
@@ -214,13 +235,7 @@ def export_ctranslate2(model_dir, output_dir, checkpoint_path=None, quantization
   model, hparams, tokenizer = load_for_inference(model_dir, checkpoint_path)
   processor = spm.SentencePieceProcessor(model_proto=tokenizer.model_proto)
   pieces = [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
-  spec = build_spec(model, pieces)
-
-  class _Converter(ctranslate2.converters.Converter):
-    def _load(self):
-      return spec
-
-  _Converter().convert(output_dir, quantization=quantization, force=True)
+  save_spec(build_spec(model, pieces), output_dir, quantization)
   tokenizer.save(os.path.join(output_dir, "sentencepiece.model"))
   readme = _README.format(model_dir=os.path.abspath(model_dir), out=os.path.abspath(output_dir),
                           quantization=quantization or "none (float32)",
