@@ -65,6 +65,9 @@ def table(results):
   ppl_mean, ppl_sd, seeds = _base_stats(results, "dev_ppl")
   bleu_mean, bleu_sd, _ = _base_stats(results, "dev_bleu")
   paper_base = next(r for r in results if r["row"] == "base")
+  # Extra runs of base's settings with more updates ("base_x4"), by their number of updates.
+  longer_bases = {r["train_steps"]: r["row"] for r in results
+                  if r["row"].startswith("base_x") and r["train_steps"] != paper_base["train_steps"]}
   lines = [
       "| row | N | d_model | d_ff | h | d_k | d_v | P_drop | eps_ls | steps | PPL (dev) | "
       "paper PPL | BLEU (dev) | paper BLEU | params x10^6 | paper params | PPL - base "
@@ -81,6 +84,17 @@ def table(results):
       agree = "reference"
       ppl_cell = f"{ppl:.2f} ({', '.join(format(x['dev_ppl'], '.2f') for x in runs)})"
       bleu_cell = f"{bleu:.2f} ({', '.join(format(x['dev_bleu'], '.2f') for x in runs)})"
+    elif name in longer_bases.values() or r["train_steps"] in longer_bases:
+      # A longer-budget extra run: against base at the same number of updates (one seed,
+      # so no spread); the longer base itself against base.
+      ref = [x for x in results if x["row"] == longer_bases.get(r["train_steps"])]
+      if name in longer_bases.values() or not ref:
+        ref_name, ref_ppl, ref_bleu = "base", ppl_mean, bleu_mean
+      else:
+        ref_name, ref_ppl, ref_bleu = ref[0]["row"], ref[0]["dev_ppl"], ref[0]["dev_bleu"]
+      diffs = (f"{ppl - ref_ppl:+.3f}", f"{bleu - ref_bleu:+.2f}")
+      agree = f"extra run (not in the paper); differences to {ref_name}"
+      ppl_cell, bleu_cell = f"{ppl:.2f}", f"{bleu:.2f}"
     else:
       d_ppl, d_bleu = ppl - ppl_mean, bleu - bleu_mean
       unit = lambda d, sd: f" ({d / sd:+.1f})" if sd else ""  # noqa: E731

@@ -59,8 +59,12 @@ def test_a_factor_that_does_not_divide_a_width_is_refused():
 def test_rows_selection():
   assert table3.select_rows("A") == ["base", "A_h1", "A_h4", "A_h16", "A_h32"]
   assert table3.select_rows("big,D_ls0") == ["base", "D_ls0", "big"]
-  assert len(table3.select_rows("all")) == 21  # the paper's 20 and the extra run, last
-  assert table3.select_rows("extra") == ["base", "A_h8_wide"]
+  assert len(table3.select_rows("all")) == 24  # the paper's 20 and the extra runs, last
+  assert table3.select_rows("extra") == ["base", "A_h8_wide", "base_x4", "A_h1_x4", "D_drop0_x4"]
+  # The longer-budget runs: the settings of base, A_h1 and D_drop0 with 4x the updates.
+  for name, same in (("base_x4", "base"), ("A_h1_x4", "A_h1"), ("D_drop0_x4", "D_drop0")):
+    row = table3.ROW_BY_NAME[name]
+    assert (row.change, row.steps_factor) == (table3.ROW_BY_NAME[same].change, 4)
   # The extra run: 8 heads as wide as A_h1's one (d_k = d_v = d_model at every factor).
   wide = table3.scaled_hparams(table3.ROW_BY_NAME["A_h8_wide"], 8)
   assert (wide["num_heads"], wide["d_k"], wide["d_v"]) == (8, wide["d_model"], wide["d_model"])
@@ -71,7 +75,8 @@ def test_rows_selection():
 def _fake_result(name, seed, shared, ppl, bleu):
   row = table3.ROW_BY_NAME[name]
   return {"row": name, "group": row.group, "seed": seed, "settings": shared,
-          "hparams": table3.scaled_hparams(row, shared["factor"]), "train_steps": 10,
+          "hparams": table3.scaled_hparams(row, shared["factor"]),
+          "train_steps": 10 * row.steps_factor,
           "params": 1000, "dev_ppl": ppl, "dev_bleu": bleu, "train_wall_s": 60, "train_cpu_s": 100,
           "load_avg": [1.0, 1.0],
           "paper_ppl": row.paper_ppl, "paper_bleu": row.paper_bleu, "paper_params": row.paper_params,
@@ -124,6 +129,15 @@ def test_report_gives_differences_in_units_of_the_base_seed_spread():
   extra = table3_report.table(results + [_fake_result("A_h8_wide", 1, shared, 4.0, 25.0)])
   cells = [line for line in extra.splitlines() if line.startswith("| A_h8_wide |")][0].split(" | ")
   assert (cells[11], cells[13], cells[18]) == ("", "", "extra run (not in the paper)")
+  # Longer-budget runs: base_x4 against base; the other x4 runs against base_x4 (same updates).
+  longer = table3_report.table(results + [_fake_result("base_x4", 1, shared, 4.0, 24.0),
+                                          _fake_result("A_h1_x4", 1, shared, 3.5, 25.0)])
+  cells = {line.split(" | ")[0][2:]: line.split(" | ") for line in longer.splitlines()[2:]}
+  assert cells["base_x4"][9] == "40" and cells["A_h1_x4"][9] == "40"
+  assert cells["base_x4"][16:19] == ["-1.100", "+3.50",
+                                     "extra run (not in the paper); differences to base"]
+  assert cells["A_h1_x4"][16:19] == ["-0.500", "+1.00",
+                                     "extra run (not in the paper); differences to base_x4"]
 
 
 def test_bad_arguments_are_one_line_errors(tmp_path):
