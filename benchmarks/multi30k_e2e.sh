@@ -8,7 +8,11 @@
 #
 #   bash benchmarks/multi30k_e2e.sh [MODEL_DIR]      (data: $T2T_DATA_DIR or ../shared/data;
 #                                                     SEED=1, TRAIN_MINUTES=53, HPARAMS=...,
-#                                                     MIXED_PRECISION=mixed_bfloat16 or none,
+#                                                     MIXED_PRECISION=mixed_bfloat16 or none
+#                                                     (default: mixed_bfloat16 where the CPU has
+#                                                     bfloat16 instructions, avx512_bf16 or
+#                                                     amx_bf16; else none: emulated bfloat16
+#                                                     is slower than float32, docs/RESULTS.md),
 #                                                     TRAIN_STEPS=20000, SAVE_STEPS=400, AVERAGE_LAST=5,
 #                                                     HPARAMS_OVERRIDE=, e.g. subword_alpha=0.1)
 set -euo pipefail
@@ -19,13 +23,21 @@ hparams=${HPARAMS:-multi30k_cpu_hour}
 average_last=${AVERAGE_LAST:-5}
 cd "$here"
 source benchmarks/lib.sh
+if [ -z "${MIXED_PRECISION:-}" ]; then
+  if grep -qw -e avx512_bf16 -e amx_bf16 /proc/cpuinfo 2>/dev/null; then
+    MIXED_PRECISION=mixed_bfloat16
+  else
+    MIXED_PRECISION=none
+  fi
+fi
+echo "mixed precision: $MIXED_PRECISION"
 uptime
 timed python -m t2t_repro.train --hparams="$hparams" --problem=translate_ende_multi30k \
   --data_dir="$data" --model_dir="$model_dir" --train_minutes="${TRAIN_MINUTES:-53}" \
   --train_steps="${TRAIN_STEPS:-20000}" --save_checkpoints_steps="${SAVE_STEPS:-400}" --keep_checkpoint_max="$average_last" \
   --average_last="$average_last" \
   --eval_every_steps=1000 --dev_bleu_lines=0 --best_metric=loss --test_bleu_lines=0 \
-  --seed="${SEED:-1}" --mixed_precision="${MIXED_PRECISION:-mixed_bfloat16}" \
+  --seed="${SEED:-1}" --mixed_precision="$MIXED_PRECISION" \
   --hparams_override="${HPARAMS_OVERRIDE:-}"
 timed python benchmarks/multi30k_score.py --model_dir="$model_dir/averaged" --data_dir="$data" \
   --beam_sizes=4,5 --alphas=0.6,1.0 --out="$model_dir/scores.json"
