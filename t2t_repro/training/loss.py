@@ -33,8 +33,9 @@ def smoothed_cross_entropy(hidden, matrix, labels, weights, label_smoothing):
   docs/BENCHMARKS.md section 0).
 
   Args:
-    hidden: float32 or bfloat16 [num_tokens, d_model], the decoder output of the real
-      target positions (the matmuls run in its dtype).
+    hidden: float32, bfloat16 or float16 [num_tokens, d_model], the decoder output of
+      the real target positions (the matmuls run in its dtype; p is cast to it before the
+      gradient matmuls, the per-row scale applied after).
     matrix: float32 [V, d_model], the shared embedding matrix E.
     labels: int32 [num_tokens] true ids in [0, V).
     weights: float32 [num_tokens], 1 for real tokens, 0 for padding.
