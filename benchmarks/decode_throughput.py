@@ -374,8 +374,18 @@ def main(argv=None):
   unknown = set(args.modes.split(",")) - set(MODES)
   if unknown:
     parser.error(f"--modes: unknown {sorted(unknown)}; choose from {', '.join(MODES)}")
-  if args.random_hparams and set(args.modes.split(",")) - set(FIXED_MODES):
-    parser.error(f"--random_hparams: only the equal-work modes {', '.join(FIXED_MODES)}")
+  if args.random_hparams:
+    if set(args.modes.split(",")) - set(FIXED_MODES):
+      parser.error(f"--random_hparams: only the equal-work modes {', '.join(FIXED_MODES)}")
+    from t2t_repro import hparams as hparams_lib  # pylint: disable=import-outside-toplevel
+    if args.random_hparams not in hparams_lib.list_hparams():
+      parser.error(f"--random_hparams: unknown hparams set {args.random_hparams!r}; "
+                   f"registered sets are: {', '.join(hparams_lib.list_hparams())}")
+    from t2t_repro.data.vocab import Tokenizer  # pylint: disable=import-outside-toplevel
+    pieces = Tokenizer.from_file(os.path.join(args.model_dir, "vocab.model")).vocab_size
+    if hparams_lib.get_hparams(args.random_hparams).vocab_size < pieces:
+      parser.error(f"--random_hparams={args.random_hparams}: its vocabulary is smaller than the "
+                   f"{pieces} pieces of {args.model_dir}/vocab.model, which encodes the sources")
   modes = [m for m in args.modes.split(",") if m != "uncached" or args.uncached_lines]
   print(f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}; {os.cpu_count()} CPUs; {args.input_file}, "
         f"first {args.lines} lines (uncached: {args.uncached_lines}); {args.threads} threads; "
