@@ -110,6 +110,24 @@ def test_importing_the_package_sets_nothing_up():
   assert result.stdout.split() == ["False", "True"], result.stderr[-2000:]  # fd 2 not replaced
 
 
+def test_flags_and_usage_errors_need_no_tensorflow():
+  """Every command defines (and checks) its flags without importing TensorFlow, so --help and
+  a usage error answer at once instead of after TensorFlow's import (seconds)."""
+  code = ("import importlib, sys\n"
+          "from absl import flags\n"
+          "from t2t_repro.commands import launch\n"
+          "for name in launch.COMMANDS:\n"
+          "  for flag in list(flags.FLAGS):\n"
+          "    delattr(flags.FLAGS, flag)\n"
+          "  importlib.import_module(f't2t_repro.commands.{name}').define_flags()\n"
+          "  assert 'tensorflow' not in sys.modules, name\n")
+  result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_ENV,
+                          timeout=120, check=False)
+  assert result.returncode == 0, result.stderr[-2000:]
+  usage = _module("t2t_repro.translate", "--beam_size=0")
+  assert usage.returncode == 2 and "--beam_size=0" in usage.stderr, usage.stderr[-2000:]
+
+
 def test_a_command_returns_its_status_after_its_finally_blocks(tmp_path):
   """`runner.run` returns the exit status; the command's `finally` blocks have run, for a
   success, a user error (one line, exit 2) and a data error (exit 1)."""

@@ -24,7 +24,6 @@ from absl import flags
 from t2t_repro import errors
 from t2t_repro.commands import shared_flags
 from t2t_repro.model_dir import ModelDir
-from t2t_repro.training import averaging
 
 FLAGS = flags.FLAGS
 
@@ -46,6 +45,7 @@ def main(argv):
   if not FLAGS.output_dir or not (FLAGS.model_dir or FLAGS.checkpoints):
     raise errors.UsageError("--output_dir and one of --model_dir / --checkpoints are required")
   model_dir = FLAGS.model_dir
+  from t2t_repro.training import averaging  # pylint: disable=import-outside-toplevel
   try:
     if FLAGS.checkpoints:
       checkpoints = [p if (model_dir is None or os.path.dirname(p)) else os.path.join(model_dir, p)

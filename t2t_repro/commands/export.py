@@ -14,7 +14,7 @@ from absl import flags
 from t2t_repro import errors
 from t2t_repro.commands import shared_flags
 from t2t_repro.decoding import config as decode_config
-from t2t_repro.serving import ctranslate2, saved_model
+from t2t_repro.serving import QUANTIZATIONS
 
 FLAGS = flags.FLAGS
 
@@ -38,7 +38,7 @@ def define_flags():
   flags.DEFINE_enum("format", "saved_model", ["saved_model", "ctranslate2"],
                     "saved_model: a TensorFlow SavedModel that translates text; ctranslate2: a "
                     "CTranslate2 model directory (needs the ctranslate2 extra).")
-  flags.DEFINE_enum("quantization", None, list(ctranslate2.QUANTIZATIONS),
+  flags.DEFINE_enum("quantization", None, list(QUANTIZATIONS),
                     "--format=ctranslate2 only: weight type of the CTranslate2 model "
                     "(default: float32).")
 
@@ -49,6 +49,7 @@ def main(argv):
   if FLAGS.quantization and FLAGS.format != "ctranslate2":
     raise errors.UsageError("--quantization needs --format=ctranslate2")
   if FLAGS.format == "ctranslate2":
+    from t2t_repro.serving import ctranslate2  # pylint: disable=import-outside-toplevel
     try:
       path = ctranslate2.export_ctranslate2(
           FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint_path,
@@ -58,6 +59,7 @@ def main(argv):
       raise errors.UsageError(f"--format=ctranslate2: {e}") from None
     print(f"CTranslate2 model written to {os.path.abspath(path)} (see README.md there)")
     return
+  from t2t_repro.serving import saved_model  # pylint: disable=import-outside-toplevel
   path = saved_model.export_model(FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint_path,
                       beam_size=FLAGS.beam_size, alpha=FLAGS.alpha,
                       decode_extra_length=FLAGS.decode_extra_length, overwrite=FLAGS.overwrite,

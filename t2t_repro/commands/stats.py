@@ -11,8 +11,8 @@ efficiency; then the training pipeline's throughput in real tokens/s.
 from absl import flags
 
 from t2t_repro import errors
-from t2t_repro.data import batching, problems, vocab
-from t2t_repro.data import stats as stats_lib
+from t2t_repro.data import problems
+from t2t_repro.training.config import TrainConfig
 
 FLAGS = flags.FLAGS
 SPLIT_FILE_FLAGS = tuple(f"{split}_{side}" for split in ("train", "dev", "test")
@@ -32,7 +32,7 @@ def define_flags():
   flags.DEFINE_list("splits", None, "Splits to report (default: all of the problem's).")
   flags.DEFINE_integer("seed", 1, "Shuffle seed.")
   flags.DEFINE_integer("throughput_epochs", 3, "Epochs timed after the first one.")
-  flags.DEFINE_integer("cache_examples_mb", batching.DEFAULT_CACHE_MB, "Cache budget of the "
+  flags.DEFINE_integer("cache_examples_mb", TrainConfig.cache_examples_mb, "Cache budget of the "
                        "tokenized training examples [MiB] (as t2t_repro.train).")
   flags.mark_flag_as_required("problem")
 
@@ -41,6 +41,8 @@ def main(argv):
   """Prints the statistics of the flags' problem."""
   if len(argv) > 1:
     raise errors.UsageError(f"unexpected arguments: {argv[1:]}")
+  # pylint: disable-next=import-outside-toplevel
+  from t2t_repro.data import batching, stats as stats_lib, vocab
   problem = problems.get_problem(FLAGS.problem, FLAGS.data_dir,
                                  **{name: FLAGS[name].value for name in SPLIT_FILE_FLAGS})
   vocab_size = FLAGS.vocab_size or problem.vocab_size_default

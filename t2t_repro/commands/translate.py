@@ -63,10 +63,7 @@ from absl import logging
 
 from t2t_repro import errors, evaluation, fileio, logs, streaming
 from t2t_repro.commands import shared_flags
-from t2t_repro.decoding import alignment
 from t2t_repro.decoding import config as decode_config
-from t2t_repro.decoding import loading
-from t2t_repro.decoding import translator as translator_lib
 
 FLAGS = flags.FLAGS
 
@@ -83,7 +80,7 @@ def define_flags():
   flags.DEFINE_enum("inference_dtype", "float32", ["float32", "bfloat16"],
                     "Compute type of the model's matmuls while decoding (bfloat16: float32 "
                     "weights, softmax, LayerNorm and logits; faster on CPUs with AVX512-BF16/AMX).")
-  flags.DEFINE_enum("alignments", None, list(alignment.ALIGNMENT_KINDS),
+  flags.DEFINE_enum("alignments", None, list(decode_config.ALIGNMENT_KINDS),
                     "Write source-target alignments of the sentencepiece pieces (one line per "
                     "output line) to --alignment_file: hard = Pharaoh 'i-j' pairs, soft = one "
                     "JSON object per line (t2t_repro.decoding.alignment).")
@@ -125,6 +122,9 @@ def _streaming():
 def _translator():
   """The `Translator` of --model_dir / --checkpoint_path (one model or an ensemble) and
   the decoding flags; a bad setting is a `errors.UsageError`."""
+  # TensorFlow is imported here, after the flags are checked: a usage error takes no import.
+  # pylint: disable-next=import-outside-toplevel
+  from t2t_repro.decoding import alignment, loading, translator as translator_lib
   model, hparams, tokenizer, _ = loading.load_models(
       loading.split_names(FLAGS.model_dir), loading.split_names(FLAGS.checkpoint_path),
       inference_dtype=FLAGS.inference_dtype)
@@ -141,9 +141,10 @@ def _output_lines(nbest, first_line=0):
   """The lines to write for `nbest` (input lines first_line, first_line + 1, ...)."""
   if not FLAGS.n_best and (FLAGS.n_samples or 1) == 1:
     return [hyps[0][1] for hyps in nbest]
+  from t2t_repro.decoding.translator import format_nbest  # pylint: disable=import-outside-toplevel
   # format_nbest numbers from 0: shift to the input line numbers.
   return [f"{int(i) + first_line}\t{rest}" for i, rest in
-          (line.split("\t", 1) for line in translator_lib.format_nbest(nbest))]
+          (line.split("\t", 1) for line in format_nbest(nbest))]
 
 
 def _lines(count):
@@ -191,6 +192,7 @@ def main(argv):
   if FLAGS.progress and not progress:
     logging.info("translated %s in %s", _lines(len(lines)), logs.hms(time.monotonic() - started))
   if FLAGS.alignments:
+    from t2t_repro.decoding import alignment  # pylint: disable=import-outside-toplevel
     fileio.write_lines(FLAGS.alignment_file, alignment.alignment_lines(
         translator, nbest, FLAGS.alignments, FLAGS.alignment_layer))
   out = _output_lines(nbest)

@@ -21,7 +21,7 @@ from absl import flags
 
 from t2t_repro import errors, fileio
 from t2t_repro.commands import shared_flags
-from t2t_repro.data import corpus, problems
+from t2t_repro.data import problems
 from t2t_repro.model_dir import ModelDir
 
 FLAGS = flags.FLAGS
@@ -50,6 +50,7 @@ def _pairs():
       raise errors.UsageError("--src and --tgt go together")
     if FLAGS.problem:
       raise errors.UsageError("give either --src/--tgt or --problem, not both")
+    from t2t_repro.data import corpus  # pylint: disable=import-outside-toplevel
     return corpus.ParallelCorpus([(FLAGS.src, FLAGS.tgt)]), f"{FLAGS.src}, {FLAGS.tgt}"
   run = ModelDir(FLAGS.model_dir).read_flags()
   name = FLAGS.problem or run.get("problem")

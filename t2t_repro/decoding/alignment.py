@@ -26,8 +26,7 @@ import tensorflow as tf
 
 from t2t_repro.constants import EOS_ID
 from t2t_repro.data import batching
-
-ALIGNMENT_KINDS = ("hard", "soft")
+from t2t_repro.decoding.config import ALIGNMENT_KINDS
 _CHUNK = 32  # sentence pairs per teacher-forced pass
 
 

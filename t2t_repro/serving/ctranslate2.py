@@ -33,9 +33,8 @@ import numpy as np
 from t2t_repro.data.vocab import EOS_ID, PAD_ID, UNK_ID
 from t2t_repro.model_dir import ModelDir
 from t2t_repro.model.position import sinusoid_table
+from t2t_repro.serving import QUANTIZATIONS
 
-QUANTIZATIONS = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16", "float16",
-                 "bfloat16", "float32")
 # Rows of the explicit position table: CTranslate2 cannot encode positions beyond it
 # (its own default maximum input length is 1024 tokens).
 MAX_POSITIONS = 1024
