@@ -408,7 +408,8 @@ class BeamSearchDecoder(tf.Module):
     def run(inputs, max_decode_length, alpha):
       return search(self.model, inputs, max_decode_length, alpha, **options)
 
-    self._run = tf.function(run, input_signature=signature, jit_compile=jit_compile or None)
+    self._run = tf.function(run, input_signature=signature, jit_compile=jit_compile or None,
+                            autograph=False)
 
   @property
   def model(self):

@@ -56,7 +56,7 @@ class Scorer:
     self.batch_tokens = batch_tokens
     spec = tf.TensorSpec([None, None], tf.int32)
     self._log_probs = tf.function(lambda x, y: piece_log_probs(model, x, y),
-                                  input_signature=[spec, spec])
+                                  input_signature=[spec, spec], autograph=False)
 
   def check_lengths(self, sources, targets, line_numbers):
     """Raises ValueError naming the first pair longer than the model's max_positions."""

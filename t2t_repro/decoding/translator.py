@@ -250,7 +250,8 @@ def _compiled_search(model, config, constraint, prefixed):
   def run(*args):
     return Translator(model_ref(), None, config, constraint).search(*args)
 
-  return tf.function(run, input_signature=[tf.TensorSpec([None, None], tf.int32)] * (1 + prefixed))
+  return tf.function(run, input_signature=[tf.TensorSpec([None, None], tf.int32)] * (1 + prefixed),
+                     autograph=False)
 
 
 def until_eos(ids):

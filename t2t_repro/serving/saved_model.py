@@ -148,7 +148,8 @@ class ServingModule(tf.Module):
     texts = tf.reshape(self.tokenizer.decode(tf.reshape(ids, [-1, shape[2]])), shape[:2])
     return tf.where(blank[:, None], "", texts)
 
-  @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="sentences")])
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="sentences")],
+               autograph=False)
   def translate(self, sentences):
     """sentences tf.string [batch] -> {"translations": tf.string [batch], "scores": float32 [batch]}."""
     sentences, inputs = self._encode(sentences)
@@ -157,13 +158,15 @@ class ServingModule(tf.Module):
     return {"translations": self._texts(ids, blank)[:, 0],
             "scores": tf.where(blank, 0.0, scores[:, 0])}
 
-  @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name="inputs")])
+  @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name="inputs")],
+               autograph=False)
   def translate_ids(self, inputs):
     """inputs int32 [batch, src_len] -> {"ids": int32 [batch, T], "scores": float32 [batch]}."""
     ids, scores = self._search(inputs)
     return {"ids": ids[:, 0], "scores": scores[:, 0]}
 
-  @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="sentences")])
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="sentences")],
+               autograph=False)
   def translate_nbest(self, sentences):
     """sentences tf.string [batch] -> {"translations": tf.string [batch, n_best],
     "scores": float32 [batch, n_best]}, best first (`translate --n_best`)."""
@@ -175,7 +178,7 @@ class ServingModule(tf.Module):
             "scores": tf.where(blank[:, None], 0.0, scores)}
 
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="sentences"),
-                                tf.TensorSpec([None], tf.string, name="prefixes")])
+                                tf.TensorSpec([None], tf.string, name="prefixes")], autograph=False)
   def translate_prefix(self, sentences, prefixes):
     """sentences, prefixes tf.string [batch] -> {"translations", "scores"} [batch]: each
     translation starts with its prefix ("" : none), as `translate --target_prefix_file`."""
@@ -189,7 +192,7 @@ class ServingModule(tf.Module):
             "scores": tf.where(blank, 0.0, scores[:, 0])}
 
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="sources"),
-                                tf.TensorSpec([None], tf.string, name="targets")])
+                                tf.TensorSpec([None], tf.string, name="targets")], autograph=False)
   def score(self, sources, targets):
     """sources, targets tf.string [batch] -> {"scores": float32 [batch] log P(target |
     source), "lengths": int32 [batch] target pieces (EOS included)}, as `t2t-score`;

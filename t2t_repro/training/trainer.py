@@ -208,7 +208,7 @@ class Trainer:
                                               max_to_keep=keep_checkpoint_max)
     self._forward = tf.function(self._forward_backward, jit_compile=True) if jit_compile \
         else self._forward_backward
-    self._train_step = tf.function(self._distributed_step)
+    self._train_step = tf.function(self._distributed_step, autograph=False)
     self._eval_step = tf.function(self._distributed_eval)
 
   @property
