@@ -47,7 +47,7 @@ def test_one_huge_line_is_decoded_within_the_bound(loaded, monkeypatch, caplog):
   monkeypatch.setattr(Translator, "decode_batch", recording_decode)
   huge = " ".join(["a little dog runs on the grass"] * 15000)  # 105,000 characters
   lines = ["A man rides a bike.", huge, "", "Two dogs play."]
-  bound = 40  # tokens; decoding a random model to its full position table took 45 s
+  bound = 40  # tokens; decoding a random model to its full position table took 47 s
   translator = Translator(model, tokenizer, DecodeConfig(beam_size=2, decode_extra_length=2,
                                                          max_input_length=bound))
   with caplog.at_level(logging.WARNING):

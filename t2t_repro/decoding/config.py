@@ -99,11 +99,11 @@ class DecodeConfig:
     return cls.resolve(hparams, **given)
 
 
-# Smallest value of each setting, and why where it is not obvious.
 # --alignments: Pharaoh "i-j" pairs or one JSON object of weights per line
 # (`t2t_repro.decoding.alignment`).
 ALIGNMENT_KINDS = ("hard", "soft")
 
+# Smallest value of each setting, and why where it is not obvious.
 _MINIMUM = {"beam_size": (1, ""), "alpha": (0, " (early termination assumes it)"),
             "decode_extra_length": (0, ""), "batch_tokens": (1, ""), "n_best": (1, ""),
             "max_input_length": (2, " (a token and EOS)"), "sampling_topk": (0, ""),
