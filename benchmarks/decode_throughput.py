@@ -24,6 +24,8 @@ Against Model Garden's beam search (same shapes, equal work):
                       source + decode_extra_length, as Model Garden's and
                       CTranslate2's): every sentence of a batch runs exactly that
                       many steps
+  ours_bfloat16_fixed the same in bfloat16 (`cached_bfloat16`'s policy: bfloat16
+                      matmuls on the same float32 weights)
   model_garden_fixed  `peer_models.model_garden_decoder`: Model Garden's
                       Seq2SeqTransformer with this model's shapes (layers,
                       d_model, d_ff, heads, vocabulary; random weights, since its
@@ -77,6 +79,7 @@ the model included), and whether the outputs equal the cached decoder's.
 """
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -91,7 +94,8 @@ import peers  # pylint: disable=wrong-import-position
 
 RESULT_PREFIX = "DECODE_RESULT "
 DEFAULT_INPUT = "../shared/data/wmt14/newstest2014-full.en-de.en"
-MODES = ("cached", "cached_bfloat16", "uncached", "savedmodel", "ours_fixed", "model_garden_fixed",
+MODES = ("cached", "cached_bfloat16", "uncached", "savedmodel", "ours_fixed", "ours_bfloat16_fixed",
+         "model_garden_fixed",
          "ctranslate2_float32", "ctranslate2_int8", "ctranslate2_float32_fixed")
 FIXED_MODES = tuple(m for m in MODES if m.endswith("_fixed"))
 CT2_QUANTIZATION = {"ctranslate2_float32": None, "ctranslate2_int8": "int8",
@@ -156,22 +160,32 @@ def _ctranslate2_decoder(ct2_dir, pieces, beam, alpha, extra, threads, fixed=Fal
   return decode
 
 
-def _load(mode, model_dir, random_hparams):
+def load_model(model_dir, random_hparams="", bfloat16=False):
   """(model, hparams, tokenizer): model_dir's, or `random_hparams`' model with random
-  weights (seed 1) and model_dir's tokenizer."""
+  weights (`keras.utils.set_random_seed(1)`: the same in every process) and model_dir's
+  tokenizer; with `bfloat16`, bfloat16 matmuls on the same float32 weights (the
+  "mixed_bfloat16" policy of `load_for_inference(..., inference_dtype="bfloat16")`)."""
   from t2t_repro.decoding.loading import load_for_inference  # pylint: disable=import-outside-toplevel
   if not random_hparams:
-    return load_for_inference(
-        model_dir, inference_dtype="bfloat16" if mode == "cached_bfloat16" else "float32")
+    return load_for_inference(model_dir, inference_dtype="bfloat16" if bfloat16 else "float32")
   import keras  # pylint: disable=import-outside-toplevel
   from t2t_repro import hparams as hparams_lib  # pylint: disable=import-outside-toplevel
   from t2t_repro.data.vocab import Tokenizer  # pylint: disable=import-outside-toplevel
   from t2t_repro.model.transformer import Transformer  # pylint: disable=import-outside-toplevel
   keras.utils.set_random_seed(1)
   hp = hparams_lib.get_hparams(random_hparams)
-  model = Transformer.from_hparams(hp)
-  model.build()
+  policy = keras.mixed_precision.global_policy()
+  keras.mixed_precision.set_global_policy("mixed_bfloat16" if bfloat16 else "float32")
+  try:  # as load_for_inference: layers take the policy when they are built
+    model = Transformer.from_hparams(hp)
+  finally:
+    keras.mixed_precision.set_global_policy(policy)
   return model, hp, Tokenizer.from_file(os.path.join(model_dir, "vocab.model"))
+
+
+def _load(mode, args):
+  return load_model(args.model_dir, args.random_hparams,
+                    bfloat16=mode in ("cached_bfloat16", "ours_bfloat16_fixed"))
 
 
 def _checksum(model):
@@ -186,7 +200,7 @@ def _run_child(mode, args):
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   tf.config.threading.set_intra_op_parallelism_threads(args.threads)
   from t2t_repro.decoding import beam_search as bs  # pylint: disable=import-outside-toplevel
-  model, hp, tokenizer = _load(mode, args.model_dir, args.random_hparams)
+  model, hp, tokenizer = _load(mode, args)
   beam = args.beam_size or hp.beam_size
   extra = hp.decode_extra_length if args.decode_extra_length is None else args.decode_extra_length
   n = args.uncached_lines if mode == "uncached" else args.lines
@@ -197,7 +211,7 @@ def _run_child(mode, args):
     loaded = tf.saved_model.load(os.path.join(args.export_dir, "savedmodel"))
     fn = loaded.signatures["translate_ids"]
     decode = lambda x: fn(inputs=tf.constant(x))["ids"]
-  elif mode == "ours_fixed":
+  elif mode in ("ours_fixed", "ours_bfloat16_fixed"):
     decode = lambda x: bs.beam_search(
         model, x, beam_size=beam, alpha=hp.alpha, n_best=1, eos_id=never_eos,
         max_decode_length=np.full([len(x)], (x > 0).sum(1).max() + extra, np.int32))[0][:, 0]
@@ -248,7 +262,7 @@ def _export(mode, args):
   start = time.perf_counter()
   output_dir = os.path.join(args.export_dir, mode)
   if args.random_hparams:
-    model, hp, tokenizer = _load(mode, args.model_dir, args.random_hparams)
+    model, hp, tokenizer = _load(mode, args)
     ct2_export.save_spec(ct2_export.build_spec(model, _pieces(tokenizer, hp.vocab_size)),
                          output_dir, CT2_QUANTIZATION[mode])
   elif mode in CT2_QUANTIZATION:
@@ -307,13 +321,14 @@ def summarize(results):
     lines.append(f"\ncached / uncached on the same {uncached['lines']} lines: "
                  f"{cached['subset_sentences_per_s'] / uncached['sentences_per_s']:.1f}x "
                  "sentences/s")
-  ours = [r for r in results if r["mode"] == "ours_fixed"]
-  for peer in ("model_garden_fixed", "ctranslate2_float32_fixed"):
+  for mine, peer in itertools.product(("ours_fixed", "ours_bfloat16_fixed"),
+                                      ("model_garden_fixed", "ctranslate2_float32_fixed")):
+    ours = [r for r in results if r["mode"] == mine]
     other = [r for r in results if r["mode"] == peer]
     if ours and other:
       ratio = (statistics.median(r["sentences_per_s"] for r in ours)
                / statistics.median(r["sentences_per_s"] for r in other))
-      lines.append(f"\nours_fixed / {peer}: {ratio:.2f}x sentences/s, medians (decoded "
+      lines.append(f"\n{mine} / {peer}: {ratio:.2f}x sentences/s, medians (decoded "
                    f"positions per pass: {ours[0]['output_tokens']} vs {other[0]['output_tokens']}; "
                    f"weights checksum {ours[0]['weights_checksum']} vs "
                    f"{other[0]['weights_checksum']})")

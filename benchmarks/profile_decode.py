@@ -82,6 +82,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from decode_ablations import ablations  # noqa: E402  pylint: disable=wrong-import-position
+from decode_throughput import load_model  # noqa: E402  pylint: disable=wrong-import-position
 from traces import busy_ps, trace_events  # noqa: E402  pylint: disable=wrong-import-position
 
 DEFAULT_INPUT = "../shared/data/multi30k/test_2016_flickr.en"
@@ -248,18 +249,9 @@ def _read_lines(path, n):
 
 
 def load(args):
-  """(model, hparams of the decode, tokenizer)."""
-  from t2t_repro.decoding.loading import load_for_inference  # pylint: disable=import-outside-toplevel
-  if not args.random_hparams:
-    return load_for_inference(args.model_dir, inference_dtype="float32")
-  import keras  # pylint: disable=import-outside-toplevel
-  from t2t_repro import hparams as hparams_lib  # pylint: disable=import-outside-toplevel
-  from t2t_repro.data.vocab import Tokenizer  # pylint: disable=import-outside-toplevel
-  from t2t_repro.model.transformer import Transformer  # pylint: disable=import-outside-toplevel
-  keras.utils.set_random_seed(1)
-  hp = hparams_lib.get_hparams(args.random_hparams)
-  tokenizer = Tokenizer.from_file(os.path.join(args.model_dir, "vocab.model"))
-  return Transformer.from_hparams(hp), hp, tokenizer
+  """(model, hparams of the decode, tokenizer): `decode_throughput.load_model`'s."""
+  return load_model(args.model_dir, args.random_hparams,
+                    bfloat16=args.inference_dtype == "bfloat16")
 
 
 def make_batches(model, tokenizer, lines, batch_tokens):
@@ -402,6 +394,8 @@ def main(argv=None):
   parser.add_argument("--batch_tokens", type=int, default=4096, help="translate's default")
   parser.add_argument("--rounds", type=int, default=3, help="timed passes (after one warm-up)")
   parser.add_argument("--threads", type=int, default=2, help="intra-op threads")
+  parser.add_argument("--inference_dtype", choices=("float32", "bfloat16"), default="float32",
+                      help="the model's matmul dtype (bfloat16: translate's --inference_dtype)")
   parser.add_argument("--inter_op", type=int, default=0, help="inter-op threads (0: TF default)")
   parser.add_argument("--profile", type=int, choices=(0, 1), default=1)
   parser.add_argument("--name_scopes", type=int, choices=(0, 1), default=1)

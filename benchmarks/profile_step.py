@@ -9,6 +9,8 @@ time, so the sums add up to the step.
 
   python benchmarks/profile_step.py --kind=ours --size=base
   python benchmarks/profile_step.py --kind=model_garden --size=small --inter_op=1
+  python benchmarks/profile_step.py --kind=ours --size=small --inter_op=1 \
+      --mixed_precision=mixed_bfloat16
 """
 
 import argparse
@@ -40,18 +42,23 @@ def main(argv=None):
   parser.add_argument("--warmup", type=int, default=2)
   parser.add_argument("--steps", type=int, default=1)
   parser.add_argument("--inter_op", type=int, default=0, help="inter-op threads (0: TF default)")
+  parser.add_argument("--mixed_precision", choices=("none", "mixed_bfloat16"), default="none",
+                      help="ours only: the trainer's --mixed_precision")
   parser.add_argument("--top", type=int, default=25)
   parser.add_argument("--logdir", default="/tmp/t2t_profile")
   args = parser.parse_args(argv)
 
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  if args.mixed_precision != "none" and args.kind != "ours":
+    parser.error("--mixed_precision: only with --kind=ours")
   if args.inter_op:
     tf.config.threading.set_inter_op_parallelism_threads(args.inter_op)
   import peer_models  # pylint: disable=import-outside-toplevel
   import train_throughput  # pylint: disable=import-outside-toplevel
   config = train_throughput.peer_config(args.size, args.batch, args.length)
   step = (peer_models.model_garden_step_fn(config) if args.kind == "model_garden"
-          else train_throughput.ours_step_fn(args.size, config))
+          else train_throughput.ours_step_fn(args.size, config,
+                                             mixed_precision=args.mixed_precision))
   for _ in range(args.warmup):
     step()
   logdir = os.path.join(args.logdir, f"{args.kind}_{args.size}")
