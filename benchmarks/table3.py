@@ -43,7 +43,8 @@ import table3_report  # pylint: disable=wrong-import-position
 
 # The paper's base (Table 3, first row), in its units.
 PAPER_BASE = {"num_layers": 6, "d_model": 512, "d_ff": 2048, "num_heads": 8, "d_k": 64, "d_v": 64,
-              "dropout": 0.1, "label_smoothing": 0.1, "position_encoding": "sinusoid"}
+              "dropout": 0.1, "label_smoothing": 0.1, "position_encoding": "sinusoid",
+              "norm_type": "post"}
 WIDTHS = ("d_model", "d_ff", "d_k", "d_v")
 
 
@@ -95,6 +96,9 @@ EXTRA_ROWS = [
     Row("A_h1_x4", "extra", {"num_heads": 1, "d_k": 512, "d_v": 512}, None, None,
         steps_factor=4),
     Row("D_drop0_x4", "extra", {"dropout": 0.0}, None, None, steps_factor=4),
+    # C: N = 8 (and big) did not train: post-norm at eq. 3's peak rate, which a width divided
+    # by the factor raises by its square root. The same 8 layers pre-norm: does it train?
+    Row("C_N8_pre", "extra", {"num_layers": 8, "norm_type": "pre"}, None, None),
 ]
 ROW_BY_NAME = {row.name: row for row in ROWS + EXTRA_ROWS}
 ROW_NAMES = list(ROW_BY_NAME)
@@ -167,7 +171,7 @@ def is_done(results, name, seed, shared):
 
 def _override(values, args):
   keys = ("num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v", "dropout", "label_smoothing",
-          "position_encoding")
+          "position_encoding", "norm_type")
   extra = {"vocab_size": args.vocab_size, "warmup_steps": args.warmup_steps}
   return ",".join(f"{k}={v}" for k, v in [*((k, values[k]) for k in keys), *extra.items()])
 
