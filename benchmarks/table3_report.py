@@ -119,7 +119,8 @@ def table(results):
 
 
 def plot(results, path):
-  """A PNG: dev PPL and dev BLEU per row, ours (left axis) beside the paper's (right axis)."""
+  """A PNG: dev PPL (ours on a log axis) and dev BLEU per row, ours (left axis) beside the
+  paper's (right axis)."""
   import matplotlib  # pylint: disable=import-outside-toplevel
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
@@ -134,6 +135,8 @@ def plot(results, path):
       if len(runs) > 1:
         ax.plot([i] * len(runs), [x[key] for x in runs], ".", color="tab:blue", alpha=0.5)
     ax.set_ylabel(f"ours: {label}", color="tab:blue")
+    if key == "dev_ppl":  # rows that fail to train reach PPL 10^4 and more: a log axis
+      ax.set_yscale("log")
     twin = ax.twinx()
     paper = [float("nan") if runs[0][paper_key] is None else runs[0][paper_key] for _, runs in rows]
     twin.plot(range(len(names)), paper, "s", color="tab:red",
