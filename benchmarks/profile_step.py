@@ -47,10 +47,10 @@ def main(argv=None):
   parser.add_argument("--top", type=int, default=25)
   parser.add_argument("--logdir", default="/tmp/t2t_profile")
   args = parser.parse_args(argv)
-
-  import tensorflow as tf  # pylint: disable=import-outside-toplevel
   if args.mixed_precision != "none" and args.kind != "ours":
     parser.error("--mixed_precision: only with --kind=ours")
+
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
   if args.inter_op:
     tf.config.threading.set_inter_op_parallelism_threads(args.inter_op)
   import peer_models  # pylint: disable=import-outside-toplevel
