@@ -23,6 +23,7 @@ import tensorflow as tf
 
 from t2t_repro.constants import NEG_INF, PAD_ID
 from t2t_repro.model.initializers import glorot_uniform
+from t2t_repro.model.normalization import Dropout
 
 
 def padding_bias(ids):
@@ -113,7 +114,7 @@ class MultiHeadAttention(keras.layers.Layer):
     self.d_v = d_v or d_model // num_heads
     self.attention_dropout = attention_dropout
     self.attention_init = attention_init
-    self._dropout = keras.layers.Dropout(attention_dropout)
+    self._dropout = Dropout(attention_dropout)
 
   def build(self, input_shape=None):
     h, dk, dv, d = self.num_heads, self.d_k, self.d_v, self.d_model

@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from t2t_repro.model.initializers import glorot_uniform
+from t2t_repro.model.normalization import Dropout
 
 
 @keras.saving.register_keras_serializable(package="t2t_repro")
@@ -28,7 +29,7 @@ class FeedForward(keras.layers.Layer):
     self.d_model = d_model
     self.d_ff = d_ff
     self.relu_dropout = relu_dropout
-    self._dropout = keras.layers.Dropout(relu_dropout)
+    self._dropout = Dropout(relu_dropout)
 
   def build(self, input_shape=None):
     self.w1 = self.add_weight(name="w1", shape=(self.d_model, self.d_ff),

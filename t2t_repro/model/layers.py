@@ -10,6 +10,7 @@ import keras
 from t2t_repro.model.attention import MultiHeadAttention
 from t2t_repro.model.config import ModelConfig
 from t2t_repro.model.feed_forward import FeedForward
+from t2t_repro.model.normalization import Dropout, LayerNormalization
 
 # A decoder layer's incremental-decoding cache is {"self": {"k", "v"}, MEMORY_KEY: {"k", "v"}}.
 # The MEMORY_KEY entry holds the encoder-decoder keys/values, projected once from the
@@ -33,10 +34,10 @@ class _ResidualBlock(keras.layers.Layer):
     self.pre_norm = self.config.norm_type == "pre"
     # Attributes, not only a list: tf.train.Checkpoint does not look inside Keras's lists.
     for i in range(num_sublayers):
-      setattr(self, f"layer_norm_{i}", keras.layers.LayerNormalization(epsilon=1e-6,
+      setattr(self, f"layer_norm_{i}", LayerNormalization(epsilon=1e-6,
                                                                        name=f"layer_norm_{i}"))
     self.norms = [getattr(self, f"layer_norm_{i}") for i in range(num_sublayers)]
-    self._dropout = keras.layers.Dropout(self.config.dropout)
+    self._dropout = Dropout(self.config.dropout)
     self.ffn = FeedForward(self.config.d_model, self.config.d_ff, self.config.relu_dropout,
                            name="ffn")
     c = self.config

@@ -8,6 +8,7 @@ from t2t_repro.model.attention import causal_bias, padding_bias
 from t2t_repro.model.config import ModelConfig
 from t2t_repro.model.embedding import SharedEmbedding
 from t2t_repro.model.layers import MEMORY_KEY, DecoderLayer, EncoderLayer
+from t2t_repro.model.normalization import Dropout, LayerNormalization
 from t2t_repro.model.position import LearnedPositionEmbedding, SinusoidalPositionEncoding
 
 
@@ -47,7 +48,7 @@ class Transformer(keras.Model):
       self.position = LearnedPositionEmbedding(c.max_positions, c.d_model, name="position")
     else:  # "relative": positions enter through the self-attentions only
       self.position = None
-    self.embedding_dropout = keras.layers.Dropout(c.dropout)
+    self.embedding_dropout = Dropout(c.dropout)
     # Each layer is also an attribute: tf.train.Checkpoint does not look inside Keras's
     # tracked lists, so layers reachable only through a list would not be saved.
     for i in range(c.num_layers):
@@ -57,8 +58,8 @@ class Transformer(keras.Model):
     self.decoder_layers = [getattr(self, f"decoder_{i}") for i in range(c.num_layers)]
     self.pre_norm = c.norm_type == "pre"
     if self.pre_norm:
-      self.encoder_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="encoder_norm")
-      self.decoder_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="decoder_norm")
+      self.encoder_norm = LayerNormalization(epsilon=1e-6, name="encoder_norm")
+      self.decoder_norm = LayerNormalization(epsilon=1e-6, name="decoder_norm")
 
   @classmethod
   def from_hparams(cls, hparams, **kwargs):
