@@ -23,7 +23,7 @@ import tensorflow as tf
 
 from t2t_repro.constants import NEG_INF, PAD_ID
 from t2t_repro.model.initializers import glorot_uniform
-from t2t_repro.model.normalization import Dropout
+from t2t_repro.model.dropout import Dropout
 
 
 def padding_bias(ids):

@@ -4,7 +4,7 @@ import keras
 import tensorflow as tf
 
 from t2t_repro.model.initializers import glorot_uniform
-from t2t_repro.model.normalization import Dropout
+from t2t_repro.model.dropout import Dropout
 
 
 @keras.saving.register_keras_serializable(package="t2t_repro")

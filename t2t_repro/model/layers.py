@@ -10,7 +10,8 @@ import keras
 from t2t_repro.model.attention import MultiHeadAttention
 from t2t_repro.model.config import ModelConfig
 from t2t_repro.model.feed_forward import FeedForward
-from t2t_repro.model.normalization import Dropout, LayerNormalization
+from t2t_repro.model.dropout import Dropout
+from t2t_repro.model.layer_norm import LayerNormalization
 
 # A decoder layer's incremental-decoding cache is {"self": {"k", "v"}, MEMORY_KEY: {"k", "v"}}.
 # The MEMORY_KEY entry holds the encoder-decoder keys/values, projected once from the

@@ -1,12 +1,9 @@
-"""Layer normalization (Ba et al. 2016) with a hand-written gradient, and inverted dropout
-with 16-bit random masks (Srivastava et al. 2014): the two element-wise layers of every
-residual block (§3.1, §5.4), written so that a training step spends less time outside
-the matmuls (docs/BENCHMARKS.md section 0)."""
+"""Layer normalization (Ba et al. 2016) of the residual blocks (§3.1) with a hand-written
+gradient: fewer element-wise passes per training step than autodiff of Keras's forward
+(docs/BENCHMARKS.md section 2)."""
 
 import keras
 import tensorflow as tf
-
-_MASK_LEVELS = 65536  # the dropout masks' random numbers are uint16
 
 
 @keras.saving.register_keras_serializable(package="t2t_repro")
@@ -66,42 +63,3 @@ class LayerNormalization(keras.layers.LayerNormalization):
 
     return tf.cast(normalize(inputs, tf.convert_to_tensor(self.gamma),
                              tf.convert_to_tensor(self.beta)), self.compute_dtype)
-
-
-@keras.saving.register_keras_serializable(package="t2t_repro")
-class Dropout(keras.layers.Dropout):
-  """Inverted dropout (Srivastava et al. 2014; P_drop of §5.4) drawing 16 random bits per
-  element instead of a float: two elements per Philox output word, half the random
-  numbers of `keras.layers.Dropout` (whose draws are about 5 % of a `small` step).
-
-  An element is kept when its uint16 draw u satisfies u >= round(rate * 65536), so the
-  drop probability is that threshold / 65536 (0.1 -> 0.100006), and kept elements are
-  scaled by 65536 / (65536 - threshold), the exact inverse of the keep probability: the
-  expectation of the output is the input. Seeds come from the layer's Keras
-  `SeedGenerator` (same checkpoint layout as keras.layers.Dropout); the masks differ from
-  Keras's for the same seed.
-
-  Call args:
-    x: float [any shape]; training: bool, identity when False or rate == 0.
-
-  Returns:
-    x's shape and dtype.
-  """
-
-  def __init__(self, rate, seed=None, **kwargs):
-    super().__init__(rate, seed=seed, **kwargs)
-
-  def call(self, inputs, training=False):
-    if not training or self.rate == 0:
-      return inputs
-    threshold = round(self.rate * _MASK_LEVELS)
-    if threshold >= _MASK_LEVELS:
-      return tf.zeros_like(inputs)
-    seed = self.seed_generator.next()
-    size = tf.size(inputs)
-    words = tf.random.stateless_uniform([(size + 1) // 2], seed=seed, minval=None,
-                                        maxval=None, dtype=tf.uint32)
-    draws = tf.reshape(tf.bitcast(words, tf.uint16), [-1])[:size]
-    keep = tf.reshape(draws >= threshold, tf.shape(inputs))
-    scale = tf.constant(_MASK_LEVELS / (_MASK_LEVELS - threshold), inputs.dtype)
-    return tf.where(keep, inputs * scale, tf.zeros([], inputs.dtype))

@@ -1,4 +1,4 @@
-"""The residual blocks' LayerNormalization and Dropout (model/normalization.py) against
+"""The residual blocks' LayerNormalization and Dropout (model/layer_norm.py, model/dropout.py) against
 Keras's layers and the definitions they implement."""
 
 import numpy as np
@@ -6,7 +6,8 @@ import pytest
 import tensorflow as tf
 import keras
 
-from t2t_repro.model.normalization import Dropout, LayerNormalization
+from t2t_repro.model.dropout import Dropout
+from t2t_repro.model.layer_norm import LayerNormalization
 
 
 def _pair(width):
@@ -109,3 +110,11 @@ def test_dropout_masks_are_reproducible_from_the_seed_state():
   x = tf.ones([64, 64])
   np.testing.assert_array_equal(a(x, training=True).numpy(), b(x, training=True).numpy())
   assert a.seed_generator.state.path.endswith("seed_generator_state")
+
+
+def test_dropout_config_round_trip_and_unsupported_noise_shape():
+  layer = Dropout(0.25, seed=4)
+  again = Dropout.from_config(layer.get_config())
+  assert (again.rate, again.seed) == (0.25, 4)
+  with pytest.raises(ValueError, match="noise_shape"):
+    Dropout(0.1, noise_shape=(1, None))
