@@ -99,6 +99,9 @@ EXTRA_ROWS = [
     # C: N = 8 (and big) did not train: post-norm at eq. 3's peak rate, which a width divided
     # by the factor raises by its square root. The same 8 layers pre-norm: does it train?
     Row("C_N8_pre", "extra", {"num_layers": 8, "norm_type": "pre"}, None, None),
+    # big: the same question for the paper's best row (post-norm big did not train either).
+    Row("big_pre", "extra", {"d_model": 1024, "d_ff": 4096, "num_heads": 16, "dropout": 0.3,
+                             "norm_type": "pre"}, None, None, steps_factor=3),
 ]
 ROW_BY_NAME = {row.name: row for row in ROWS + EXTRA_ROWS}
 ROW_NAMES = list(ROW_BY_NAME)

@@ -59,9 +59,9 @@ def test_a_factor_that_does_not_divide_a_width_is_refused():
 def test_rows_selection():
   assert table3.select_rows("A") == ["base", "A_h1", "A_h4", "A_h16", "A_h32"]
   assert table3.select_rows("big,D_ls0") == ["base", "D_ls0", "big"]
-  assert len(table3.select_rows("all")) == 25  # the paper's 20 and the extra runs, last
+  assert len(table3.select_rows("all")) == 26  # the paper's 20 and the extra runs, last
   assert table3.select_rows("extra") == ["base", "A_h8_wide", "base_x4", "A_h1_x4", "D_drop0_x4",
-                                         "C_N8_pre"]
+                                         "C_N8_pre", "big_pre"]
   # The longer-budget runs: the settings of base, A_h1 and D_drop0 with 4x the updates.
   for name, same in (("base_x4", "base"), ("A_h1_x4", "A_h1"), ("D_drop0_x4", "D_drop0")):
     row = table3.ROW_BY_NAME[name]
