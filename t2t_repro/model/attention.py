@@ -22,8 +22,8 @@ import keras
 import tensorflow as tf
 
 from t2t_repro.constants import NEG_INF, PAD_ID
-from t2t_repro.model.initializers import glorot_uniform
 from t2t_repro.model.dropout import Dropout
+from t2t_repro.model.initializers import glorot_uniform
 
 
 def padding_bias(ids):

@@ -3,8 +3,8 @@
 import keras
 import tensorflow as tf
 
-from t2t_repro.model.initializers import glorot_uniform
 from t2t_repro.model.dropout import Dropout
+from t2t_repro.model.initializers import glorot_uniform
 
 
 @keras.saving.register_keras_serializable(package="t2t_repro")

@@ -9,8 +9,8 @@ import keras
 
 from t2t_repro.model.attention import MultiHeadAttention
 from t2t_repro.model.config import ModelConfig
-from t2t_repro.model.feed_forward import FeedForward
 from t2t_repro.model.dropout import Dropout
+from t2t_repro.model.feed_forward import FeedForward
 from t2t_repro.model.layer_norm import LayerNormalization
 
 # A decoder layer's incremental-decoding cache is {"self": {"k", "v"}, MEMORY_KEY: {"k", "v"}}.
@@ -35,8 +35,7 @@ class _ResidualBlock(keras.layers.Layer):
     self.pre_norm = self.config.norm_type == "pre"
     # Attributes, not only a list: tf.train.Checkpoint does not look inside Keras's lists.
     for i in range(num_sublayers):
-      setattr(self, f"layer_norm_{i}", LayerNormalization(epsilon=1e-6,
-                                                                       name=f"layer_norm_{i}"))
+      setattr(self, f"layer_norm_{i}", LayerNormalization(epsilon=1e-6, name=f"layer_norm_{i}"))
     self.norms = [getattr(self, f"layer_norm_{i}") for i in range(num_sublayers)]
     self._dropout = Dropout(self.config.dropout)
     self.ffn = FeedForward(self.config.d_model, self.config.d_ff, self.config.relu_dropout,

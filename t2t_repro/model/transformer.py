@@ -7,9 +7,9 @@ from t2t_repro.constants import NEG_INF, PAD_ID
 from t2t_repro.model.attention import causal_bias, padding_bias
 from t2t_repro.model.config import ModelConfig
 from t2t_repro.model.embedding import SharedEmbedding
-from t2t_repro.model.layers import MEMORY_KEY, DecoderLayer, EncoderLayer
 from t2t_repro.model.dropout import Dropout
 from t2t_repro.model.layer_norm import LayerNormalization
+from t2t_repro.model.layers import MEMORY_KEY, DecoderLayer, EncoderLayer
 from t2t_repro.model.position import LearnedPositionEmbedding, SinusoidalPositionEncoding
 
 
