@@ -118,3 +118,22 @@ def test_dropout_config_round_trip_and_unsupported_noise_shape():
   assert (again.rate, again.seed) == (0.25, 4)
   with pytest.raises(ValueError, match="noise_shape"):
     Dropout(0.1, noise_shape=(1, None))
+
+
+def test_both_compile_under_xla_as_the_trainers_jit_compile_step():
+  ours, _ = _pair(16)
+  dropout = Dropout(0.5, seed=9)
+  x = tf.constant(np.random.default_rng(3).normal(size=(3, 5, 16)).astype(np.float32))
+
+  def layer_norm_grads(x):
+    with tf.GradientTape() as tape:
+      tape.watch(x)
+      loss = tf.reduce_sum(ours(x) * tf.range(16, dtype=tf.float32))
+    return tape.gradient(loss, [x, ours.gamma, ours.beta])
+
+  for a, b in zip(tf.function(layer_norm_grads, jit_compile=True)(x), layer_norm_grads(x)):
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-5)
+  y = tf.function(lambda x: dropout(x, training=True), jit_compile=True)(x).numpy()
+  kept = y != 0
+  assert 0 < kept.sum() < kept.size
+  np.testing.assert_allclose(y[kept], x.numpy()[kept] * 65536 / (65536 - 32768), rtol=1e-6)
