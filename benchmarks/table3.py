@@ -152,12 +152,32 @@ def select_rows(spec):
   return [n for n in ROW_NAMES if n in set(chosen) | {"base"}]
 
 
+# Named protocols: the settings every row of one table shares. "p1" is the first protocol
+# (2,000 updates at eq. 3 with constant 1, no annealing beyond eq. 3's own); "sweep" takes its
+# schedule from the flags (the base-only schedule sweep of docs/TABLE3.md); "p2" is the schedule
+# the sweep accepted.
+PROTOCOLS = {
+    "p1": {"train_steps": 2000, "warmup_steps": 1000, "learning_rate": 1.0, "cooldown_steps": 0},
+    "sweep": None,
+}
+SCHEDULE_KEYS = ("train_steps", "warmup_steps", "learning_rate", "cooldown_steps")
+
+
 def settings(args):
   """The settings every row of one table shares (a row is skipped on rerun only when these
-  and its seed match)."""
+  and its seed match; the protocol label is not one of them)."""
   return {"factor": args.factor, "train_steps": args.train_steps, "batch_tokens": args.batch_tokens,
           "warmup_steps": args.warmup_steps, "vocab_size": args.vocab_size,
+          "learning_rate": args.learning_rate, "cooldown_steps": args.cooldown_steps,
           "mixed_precision": args.mixed_precision, "problem": "translate_ende_multi30k"}
+
+
+def run_tag(args):
+  """The model-dir suffix of a protocol's runs ('' for p1, whose dirs predate protocols)."""
+  if args.protocol == "p1":
+    return ""
+  return (f"_lr{args.learning_rate:g}_w{args.warmup_steps}_cd{args.cooldown_steps}"
+          f"_n{args.train_steps}")
 
 
 def read_results(path):
@@ -172,21 +192,23 @@ def is_done(results, name, seed, shared):
   return any(r["row"] == name and r["seed"] == seed and r["settings"] == shared for r in results)
 
 
-def _override(values, args):
+def _override(values, args, steps_factor):
   keys = ("num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v", "dropout", "label_smoothing",
           "position_encoding", "norm_type")
-  extra = {"vocab_size": args.vocab_size, "warmup_steps": args.warmup_steps}
+  extra = {"vocab_size": args.vocab_size, "warmup_steps": args.warmup_steps,
+           "learning_rate": args.learning_rate,
+           "cooldown_steps": args.cooldown_steps * steps_factor}
   return ",".join(f"{k}={v}" for k, v in [*((k, values[k]) for k in keys), *extra.items()])
 
 
 def commands(row, seed, args):
   """(model_dir, [train, validate, translate] argv lists) of one row and seed."""
-  model_dir = os.path.join(args.work_dir, f"{row.name}_s{seed}")
+  model_dir = os.path.join(args.work_dir, f"{row.name}_s{seed}{run_tag(args)}")
   values = scaled_hparams(row, args.factor)
   steps = args.train_steps * row.steps_factor
-  every = max(steps // 10, 1)
+  every = args.eval_every_steps * row.steps_factor or max(steps // 10, 1)
   train = [sys.executable, "-m", "t2t_repro.train", "--hparams=base",
-           f"--hparams_override={_override(values, args)}", "--problem=translate_ende_multi30k",
+           f"--hparams_override={_override(values, args, row.steps_factor)}", "--problem=translate_ende_multi30k",
            f"--data_dir={args.data_dir}", f"--model_dir={model_dir}",
            f"--vocab_dir={os.path.join(args.work_dir, 'vocab')}", f"--train_steps={steps}",
            f"--batch_tokens={args.batch_tokens}", f"--eval_every_steps={every}",
@@ -239,7 +261,7 @@ def run_row(row, seed, args):
   if os.path.exists(model_dir):  # a half-finished row from an interrupted sitting resumes
     print(f"{row.name} seed {seed}: resuming {model_dir}", flush=True)
   os.makedirs(args.work_dir, exist_ok=True)
-  log = os.path.join(args.work_dir, f"{row.name}_s{seed}.log")
+  log = model_dir + ".log"
   load_before = os.getloadavg()[0]
   train_wall, train_cpu = _run(train, log)
   load_after = os.getloadavg()[0]
@@ -257,7 +279,8 @@ def run_row(row, seed, args):
     refs = f.read().split("\n")[:-1]
   scores = evaluation.score(hyps, [refs], tgt_lang="de")
   return {
-      "row": row.name, "group": row.group, "seed": seed, "settings": settings(args),
+      "row": row.name, "group": row.group, "seed": seed, "protocol": args.protocol,
+      "settings": settings(args),
       "hparams": scaled_hparams(row, args.factor), "paper_hparams": paper_hparams(row),
       "train_steps": args.train_steps * row.steps_factor, "params": params,
       "dev_nll": dev["nll"], "dev_ppl": dev["ppl"], "dev_target_pieces": dev["target_pieces"],
@@ -296,9 +319,21 @@ def parse_args(argv):
                       help="The doc whose table (between its markers) and PNG are rewritten.")
   parser.add_argument("--factor", type=int, default=8, help="Every width of the paper's rows "
                       "is divided by this.")
-  parser.add_argument("--train_steps", type=int, default=2000, help="Updates per row (big: 3x).")
+  parser.add_argument("--protocol", default="p1", choices=sorted(PROTOCOLS),
+                      help="A named schedule (train_steps, warmup_steps, learning_rate, "
+                      "cooldown_steps); 'sweep' takes them from the flags below.")
+  parser.add_argument("--train_steps", type=int, default=2000,
+                      help="Updates per row (big: 3x); --protocol=sweep only.")
   parser.add_argument("--batch_tokens", type=int, default=2048, help="Tokens per update.")
-  parser.add_argument("--warmup_steps", type=int, default=1000)
+  parser.add_argument("--warmup_steps", type=int, default=1000, help="--protocol=sweep only.")
+  parser.add_argument("--learning_rate", type=float, default=1.0,
+                      help="Eq. 3's constant factor; --protocol=sweep only.")
+  parser.add_argument("--cooldown_steps", type=int, default=0,
+                      help="The last updates that take the rate linearly to 0 (big: 3x); "
+                      "--protocol=sweep only.")
+  parser.add_argument("--eval_every_steps", type=int, default=0,
+                      help="Dev evaluations every this many updates (big: 3x); 0: a tenth of "
+                      "the run.")
   parser.add_argument("--vocab_size", type=int, default=4000)
   parser.add_argument("--mixed_precision", default="none",
                       choices=["none", "mixed_bfloat16"])
@@ -307,6 +342,18 @@ def parse_args(argv):
   parser.add_argument("--report_only", action="store_true", help="Only rewrite the table and PNG.")
   args = parser.parse_args(argv)
   select_rows(args.rows)
+  if PROTOCOLS[args.protocol] is not None:
+    given = [f"--{k}" for k in SCHEDULE_KEYS if f"--{k}" in " ".join(argv)]
+    if given:
+      raise UsageError(f"{', '.join(given)}: --protocol={args.protocol} fixes the schedule; "
+                       "use --protocol=sweep to set it")
+    for key, value in PROTOCOLS[args.protocol].items():
+      setattr(args, key, value)
+  if not args.learning_rate > 0 or args.cooldown_steps < 0 or args.eval_every_steps < 0:
+    raise UsageError("--learning_rate must be > 0, --cooldown_steps and --eval_every_steps >= 0")
+  if args.cooldown_steps >= args.train_steps:
+    raise UsageError(f"--cooldown_steps={args.cooldown_steps} must be below --train_steps="
+                     f"{args.train_steps}")
   for name in ("factor", "train_steps", "batch_tokens", "warmup_steps", "vocab_size", "base_seeds"):
     if getattr(args, name) < 1:
       raise UsageError(f"--{name} must be >= 1, got {getattr(args, name)}")
@@ -338,7 +385,7 @@ def main(argv):
             f"in {result['train_wall_s'] / 60:.1f} min ({result['train_cpu_s'] / 60:.1f} CPU-min, "
             f"load {result['load_avg']})", flush=True)
   results = [r for r in read_results(args.results) if r["settings"] == shared]
-  if results:
+  if results and args.protocol != "sweep":  # a sweep's runs differ in settings: no table
     order = {name: i for i, name in enumerate(ROW_NAMES)}
     table3_report.write(sorted(results, key=lambda r: (order[r["row"]], r["seed"])), args.doc)
     print(f"wrote the table of {len(results)} runs into {args.doc}", flush=True)
