@@ -375,7 +375,8 @@ def main(argv):
       print(f"{row.name} seed {seed}: training {args.train_steps * row.steps_factor} updates "
             f"(load {os.getloadavg()[0]:.2f})", flush=True)
       result = run_row(row, seed, args)
-      vocabs = {r["vocab_sha256"] for r in results if r["settings"] == shared}
+      vocabs = {r["vocab_sha256"] for r in results
+                if r["settings"]["vocab_size"] == args.vocab_size}
       if vocabs and result["vocab_sha256"] not in vocabs:
         raise RuntimeError(f"{row.name}: its vocabulary differs from the one of the rows in "
                            f"{args.results}; every row must share one")
@@ -384,11 +385,25 @@ def main(argv):
       print(f"{row.name} seed {seed}: dev ppl {result['dev_ppl']:.3f}, BLEU {result['dev_bleu']:.2f} "
             f"in {result['train_wall_s'] / 60:.1f} min ({result['train_cpu_s'] / 60:.1f} CPU-min, "
             f"load {result['load_avg']})", flush=True)
-  results = [r for r in read_results(args.results) if r["settings"] == shared]
-  if results and args.protocol != "sweep":  # a sweep's runs differ in settings: no table
-    order = {name: i for i, name in enumerate(ROW_NAMES)}
-    table3_report.write(sorted(results, key=lambda r: (order[r["row"]], r["seed"])), args.doc)
-    print(f"wrote the table of {len(results)} runs into {args.doc}", flush=True)
+  report(args)
+
+
+def report(args):
+  """Rewrites the doc's findings, sweep and per-protocol tables and the PNG from --results."""
+  results = read_results(args.results)
+  order = {name: i for i, name in enumerate(ROW_NAMES)}
+  by_protocol = {}
+  for name in reversed(list(PROTOCOLS)):  # the newest protocol first
+    if PROTOCOLS[name] is not None:
+      wanted = {**settings(args), **PROTOCOLS[name]}
+      runs = [r for r in results if r["settings"] == wanted]
+      by_protocol[name] = sorted(runs, key=lambda r: (order[r["row"]], r["seed"]))
+  # The sweep's runs, after the first protocol's longer base (eq. 3 alone, its reference).
+  sweep = [r for r in results if r["row"] == "base_x4" and r["protocol"] == "p1"]
+  sweep += [r for r in results if r["protocol"] == "sweep"]
+  table3_report.write(by_protocol, sweep, args.doc)
+  print(f"wrote the tables of {sum(map(len, by_protocol.values()))} runs and {len(sweep)} "
+        f"schedule runs into {args.doc}", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,19 +1,43 @@
-"""The Table 3 report of `benchmarks/table3.py`: the markdown table in the paper's layout
-(rewritten between two markers of docs/TABLE3.md) and a PNG of dev BLEU and PPL per row
-beside the paper's.
+"""The Table 3 report of `benchmarks/table3.py`, rewritten from the results file between
+markers of docs/TABLE3.md, and a PNG of dev BLEU and PPL per row beside the paper's:
 
-Noise: the base row's seeds give the sample standard deviation of dev PPL and dev BLEU;
-every other row's difference to the base mean is also given in units of it. A direction
-(row vs base) counts as measured only when the difference exceeds 2 standard deviations;
-otherwise it is "~" (within the seed noise).
+- `findings`: the paper's six findings, each answered by every protocol that has run;
+- `sweep`: the base-only schedule sweep, with the acceptance rule of a trained base;
+- `rows:<protocol>`: the per-row table of each protocol, in the paper's layout.
+
+Noise: the base row's seeds give the sample standard deviation of dev PPL and dev BLEU; every
+other row's difference to the base mean is also given in units of it. Our direction (row vs
+base) counts only beyond NOISE_SIGMAS standard deviations ("~" within). The paper's own
+direction is "~" (no change) where its difference to base is under PAPER_NO_CHANGE (0.05 PPL,
+0.2 BLEU: A_h16, E_learned's PPL and BLEU, D_ls0.2's BLEU), and our row agrees with "no change"
+when it is within NOISE_SIGMAS base-seed sd.
 """
 
 import os
 import statistics
 
-BEGIN = "<!-- table3:begin (written by benchmarks/table3.py) -->"
-END = "<!-- table3:end -->"
 NOISE_SIGMAS = 2.0
+PAPER_NO_CHANGE = {"dev_ppl": 0.05, "dev_bleu": 0.2}
+ACCEPT_NLL_MOVE = 0.02  # nats per piece over the last ACCEPT_WINDOW updates before the cooldown
+ACCEPT_WINDOW = 1000
+ACCEPT_BLEU = 25.0
+# The paper's six findings (§6.2), each with the rows that test it.
+FINDINGS = [
+    ("A", "a single head is worse, and too many heads hurt", ("A_h1", "A_h32")),
+    ("B", "a smaller key size d_k hurts", ("B_dk16", "B_dk32")),
+    ("C", "bigger models are better", ("C_N2", "C_N4", "C_N8", "C_dmodel256", "C_dmodel1024",
+                                       "C_dff1024", "C_dff4096", "big")),
+    ("D", "dropout helps", ("D_drop0",)),
+    ("D", "label smoothing hurts perplexity but improves BLEU", ("D_ls0", "D_ls0.2")),
+    ("E", "learned positions are as good as sinusoids", ("E_learned",)),
+]
+METRICS = (("dev_ppl", "paper_ppl", "PPL"), ("dev_bleu", "paper_bleu", "BLEU"))
+
+
+def marker(name):
+  """The (begin, end) markers of block `name` in the doc."""
+  return (f"<!-- table3:{name}:begin (written by benchmarks/table3.py) -->",
+          f"<!-- table3:{name}:end -->")
 
 
 def _base_stats(results, key):
@@ -23,8 +47,8 @@ def _base_stats(results, key):
   return mean, spread, len(values)
 
 
-def _direction(diff, spread):
-  """'+', '-' or '~' (within NOISE_SIGMAS spreads, or no spread known: '?')."""
+def our_direction(diff, spread):
+  """'+', '-' or '~' (within NOISE_SIGMAS spreads); '?' with no spread known."""
   if spread is None:
     return "?"
   if abs(diff) <= NOISE_SIGMAS * spread:
@@ -32,18 +56,26 @@ def _direction(diff, spread):
   return "+" if diff > 0 else "-"
 
 
-def _paper_direction(value, base):
-  return "~" if value == base else ("+" if value > base else "-")
+def paper_direction(value, base, key):
+  """The paper's direction of a row against its base: '~' under PAPER_NO_CHANGE[key]."""
+  diff = value - base
+  if abs(diff) < PAPER_NO_CHANGE[key] - 1e-9:
+    return "~"
+  return "+" if diff > 0 else "-"
 
 
-def _agreement(ours, paper):
+def agreement(ours, paper):
+  """'yes' when our direction is the paper's (both '~' included), else why not (`paper`
+  None: a row the paper does not have)."""
+  if paper is None:
+    return "extra run (not in the paper)"
   if ours == "?":
     return "no noise estimate yet"
   if ours == paper:
     return "yes"
   if ours == "~":
-    return "within noise" if paper != "~" else "yes"
-  return "no" if paper != "~" else "paper: no change"
+    return "within noise"
+  return "no (paper: no change)" if paper == "~" else "no"
 
 
 def _blank(value):
@@ -60,8 +92,105 @@ def rows_in_order(results):
   return list(by_row.items())
 
 
+def row_checks(results, name):
+  """[(metric label, our value, difference to base, in sd, agreement)] of row `name`
+  against the base of `results` (one protocol), or None if the row has not run."""
+  runs = [r for r in results if r["row"] == name]
+  base_runs = [r for r in results if r["row"] == "base"]
+  if not runs or not base_runs:
+    return None
+  checks = []
+  for key, paper_key, label in METRICS:
+    mean, spread, _ = _base_stats(results, key)
+    value = statistics.fmean(r[key] for r in runs)
+    diff = value - mean
+    paper = (None if runs[0][paper_key] is None
+             else paper_direction(runs[0][paper_key], base_runs[0][paper_key], key))
+    checks.append((label, value, diff, diff / spread if spread else None,
+                   agreement(our_direction(diff, spread), paper)))
+  return checks
+
+
+def finding_verdict(results, rows):
+  """(verdict, evidence) of one finding in one protocol: 'holds' when every check of its rows
+  (PPL and BLEU each) agrees with the paper, 'does not hold' when none does, else 'mixed (k of
+  n)'; 'not run' when no row has run."""
+  evidence, agree, total = [], 0, 0
+  for name in rows:
+    checks = row_checks(results, name)
+    if checks is None:
+      continue
+    cells = []
+    for label, value, diff, sds, verdict in checks:
+      total += 1
+      agree += verdict == "yes"
+      unit = f", {sds:+.1f} sd" if sds is not None else ""
+      cells.append(f"{label} {value:.2f} ({diff:+.2f}{unit}: {verdict})")
+    evidence.append(f"{name} " + ", ".join(cells))
+  if not total:
+    return "not run", ""
+  if agree == total:
+    verdict = "holds"
+  elif agree == 0:
+    verdict = "does not hold"
+  else:
+    verdict = f"mixed ({agree} of {total})"
+  return verdict, "; ".join(evidence)
+
+
+def findings_table(by_protocol):
+  """The markdown findings table: one column per protocol (newest first)."""
+  names = list(by_protocol)
+  lines = ["| group | the paper's finding | " + " | ".join(f"protocol {n}" for n in names) + " |",
+           "|" + "---|" * (2 + len(names))]
+  for group, text, rows in FINDINGS:
+    cells = []
+    for name in names:
+      verdict, evidence = finding_verdict(by_protocol[name], rows)
+      cells.append(f"**{verdict}**" + (f": {evidence}" if evidence else ""))
+    lines.append(f"| {group} | {text} | " + " | ".join(cells) + " |")
+  return "\n".join(lines)
+
+
+def cooldown_start(result):
+  """The update at which the rate starts its linear cooldown (the run's end without one)."""
+  scale = result["train_steps"] // result["settings"]["train_steps"]
+  return result["train_steps"] - result["settings"].get("cooldown_steps", 0) * scale
+
+
+def acceptance(result):
+  """(dev NLL move over the ACCEPT_WINDOW updates before the cooldown or None if the curve
+  lacks those points, accepted: the move is under ACCEPT_NLL_MOVE and dev BLEU >= ACCEPT_BLEU)."""
+  curve = dict((int(step), nll) for step, nll in result["dev_curve"])
+  end = cooldown_start(result)
+  if end not in curve or end - ACCEPT_WINDOW not in curve:
+    return None, False
+  move = curve[end] - curve[end - ACCEPT_WINDOW]
+  return move, abs(move) < ACCEPT_NLL_MOVE and result["dev_bleu"] >= ACCEPT_BLEU
+
+
+def sweep_table(runs):
+  """The markdown table of the base schedule runs `runs` (dicts of table3.py)."""
+  lines = ["| run | protocol | eq. 3 constant | warmup | cooldown | updates | peak rate | "
+           f"dev NLL move over the {ACCEPT_WINDOW:,} updates before the cooldown | dev PPL | "
+           "dev BLEU | a trained base? | train wall / CPU min |", "|" + "---|" * 12]
+  for r in runs:
+    s = r["settings"]
+    rate = s.get("learning_rate", 1.0)
+    peak = rate * r["hparams"]["d_model"] ** -0.5 * s["warmup_steps"] ** -0.5
+    move, accepted = acceptance(r)
+    move_cell = "n/a" if move is None else f"{move:+.3f}"
+    lines.append(
+        f"| {r['row']} s{r['seed']} | {r['protocol']} | {rate:g} | {s['warmup_steps']} | "
+        f"{s.get('cooldown_steps', 0)} | {r['train_steps']} | {peak:.2e} | {move_cell} | "
+        f"{r['dev_ppl']:.2f} | {r['dev_bleu']:.2f} | {'yes' if accepted else 'no'} | "
+        f"{r['train_wall_s'] / 60:.1f} / {r['train_cpu_s'] / 60:.1f} |")
+  return "\n".join(lines)
+
+
 def table(results):
-  """The markdown table (a str) of `results` (dicts written by table3.py, one settings)."""
+  """The per-row markdown table (a str) of `results` (dicts written by table3.py, one
+  protocol)."""
   ppl_mean, ppl_sd, seeds = _base_stats(results, "dev_ppl")
   bleu_mean, bleu_sd, _ = _base_stats(results, "dev_bleu")
   paper_base = next(r for r in results if r["row"] == "base")
@@ -96,16 +225,12 @@ def table(results):
       agree = f"extra run (not in the paper); differences to {ref_name}"
       ppl_cell, bleu_cell = f"{ppl:.2f}", f"{bleu:.2f}"
     else:
-      d_ppl, d_bleu = ppl - ppl_mean, bleu - bleu_mean
-      unit = lambda d, sd: f" ({d / sd:+.1f})" if sd else ""  # noqa: E731
-      diffs = (f"{d_ppl:+.3f}{unit(d_ppl, ppl_sd)}", f"{d_bleu:+.2f}{unit(d_bleu, bleu_sd)}")
-      if r["paper_ppl"] is None:
-        agree = "extra run (not in the paper)"
-      else:
-        agree = " / ".join(_agreement(_direction(d, sd), _paper_direction(p, pb))
-                           for d, sd, p, pb in (
-                               (d_ppl, ppl_sd, r["paper_ppl"], paper_base["paper_ppl"]),
-                               (d_bleu, bleu_sd, r["paper_bleu"], paper_base["paper_bleu"])))
+      checks = row_checks(results, name)
+      diffs = tuple(f"{diff:+.{3 if label == 'PPL' else 2}f}"
+                    + (f" ({sds:+.1f})" if sds is not None else "")
+                    for label, _, diff, sds, _ in checks)
+      agree = ("extra run (not in the paper)" if r["paper_ppl"] is None
+               else " / ".join(check[4] for check in checks))
       ppl_cell, bleu_cell = f"{ppl:.2f}", f"{bleu:.2f}"
     wall = statistics.fmean(x["train_wall_s"] for x in runs) / 60
     cpu = statistics.fmean(x["train_cpu_s"] for x in runs) / 60
@@ -118,51 +243,79 @@ def table(results):
   return "\n".join(lines)
 
 
-def plot(results, path):
-  """A PNG: dev PPL (ours on a log axis) and dev BLEU per row, ours (left axis) beside the
-  paper's (right axis)."""
+def plot(by_protocol, path):
+  """A PNG: dev PPL (ours on a log axis) and dev BLEU per row, each protocol's (left axis)
+  beside the paper's (right axis)."""
   import matplotlib  # pylint: disable=import-outside-toplevel
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
-  rows = rows_in_order(results)
-  names = [name for name, _ in rows]
+  names = []
+  for results in by_protocol.values():
+    names += [name for name, _ in rows_in_order(results) if name not in names]
+  colors = ["tab:blue", "tab:gray", "tab:green", "tab:purple"]
   fig, axes = plt.subplots(2, 1, figsize=(max(8, 0.55 * len(names)), 7), sharex=True)
   for ax, key, paper_key, label in ((axes[0], "dev_ppl", "paper_ppl", "dev PPL per piece"),
                                     (axes[1], "dev_bleu", "paper_bleu", "dev BLEU")):
-    ours = [statistics.fmean(x[key] for x in runs) for _, runs in rows]
-    ax.plot(range(len(names)), ours, "o", color="tab:blue", label="ours (Multi30k, small)")
-    for i, (_, runs) in enumerate(rows):
-      if len(runs) > 1:
-        ax.plot([i] * len(runs), [x[key] for x in runs], ".", color="tab:blue", alpha=0.5)
-    ax.set_ylabel(f"ours: {label}", color="tab:blue")
+    paper = {}
+    for (protocol, results), color in zip(by_protocol.items(), colors):
+      rows = dict(rows_in_order(results))
+      xs = [i for i, name in enumerate(names) if name in rows]
+      ax.plot(xs, [statistics.fmean(x[key] for x in rows[names[i]]) for i in xs], "o",
+              color=color, label=f"ours, protocol {protocol}")
+      for i in xs:
+        runs = rows[names[i]]
+        paper[i] = runs[0][paper_key]
+        if len(runs) > 1:
+          ax.plot([i] * len(runs), [x[key] for x in runs], ".", color=color, alpha=0.5)
+    ax.set_ylabel(f"ours: {label}")
     if key == "dev_ppl":  # rows that fail to train reach PPL 10^4 and more: a log axis
       ax.set_yscale("log")
     twin = ax.twinx()
-    paper = [float("nan") if runs[0][paper_key] is None else runs[0][paper_key] for _, runs in rows]
-    twin.plot(range(len(names)), paper, "s", color="tab:red",
-              label="paper (WMT14 newstest2013)")
+    xs = [i for i in sorted(paper) if paper[i] is not None]
+    twin.plot(xs, [paper[i] for i in xs], "s", color="tab:red", label="paper (newstest2013)")
     twin.set_ylabel(f"paper: {label}", color="tab:red")
     ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", fontsize="small")
   axes[1].set_xticks(range(len(names)), names, rotation=60, ha="right")
-  axes[0].set_title("Table 3 rows: ours (blue, left axis) and the paper's (red, right axis)")
+  axes[0].set_title("Table 3 rows: ours (left axis, one colour per protocol), the paper's "
+                    "(red, right axis)")
   fig.tight_layout()
   fig.savefig(path, dpi=110)
   plt.close(fig)
 
 
-def write(results, doc_path):
-  """Rewrites the table between BEGIN and END of `doc_path` (appended when the doc has no
-  markers; the doc is created when absent) and writes `<doc stem>.png` beside it."""
+def _replace_block(text, name, body):
+  begin, end = marker(name)
+  block = f"{begin}\n{body}\n{end}"
+  if begin in text and end in text:
+    return text[:text.index(begin)] + block + text[text.index(end) + len(end):]
+  return (text + "\n\n" if text else "") + block + "\n"
+
+
+def write(by_protocol, sweep_runs, doc_path):
+  """Rewrites the doc's blocks (each appended when the doc lacks its markers; the doc is
+  created when absent) and writes `<doc stem>.png` beside it.
+
+  Args:
+    by_protocol: {protocol name: its runs (dicts of table3.py)}, newest protocol first; a
+      protocol without a base run is left out.
+    sweep_runs: the base schedule runs of the `sweep` block, in order.
+    doc_path: the markdown doc.
+  """
+  by_protocol = {name: runs for name, runs in by_protocol.items()
+                 if any(r["row"] == "base" for r in runs)}
   text = ""
   if os.path.exists(doc_path):
     with open(doc_path, encoding="utf-8") as f:
       text = f.read()
-  block = f"{BEGIN}\n{table(results)}\n{END}"
-  if BEGIN in text and END in text:
-    text = text[:text.index(BEGIN)] + block + text[text.index(END) + len(END):]
-  else:
-    text = (text + "\n\n" if text else "") + block + "\n"
+  if by_protocol:
+    text = _replace_block(text, "findings", findings_table(by_protocol))
+  if sweep_runs:
+    text = _replace_block(text, "sweep", sweep_table(sweep_runs))
+  for name, runs in by_protocol.items():
+    text = _replace_block(text, f"rows:{name}", table(runs))
   with open(doc_path, "w", encoding="utf-8") as f:
     f.write(text)
-  stem = os.path.splitext(os.path.basename(doc_path))[0].lower()
-  plot(results, os.path.join(os.path.dirname(doc_path), stem + ".png"))
+  if by_protocol:
+    stem = os.path.splitext(os.path.basename(doc_path))[0].lower()
+    plot(by_protocol, os.path.join(os.path.dirname(doc_path), stem + ".png"))

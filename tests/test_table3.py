@@ -75,7 +75,7 @@ def test_rows_selection():
 
 def _fake_result(name, seed, shared, ppl, bleu):
   row = table3.ROW_BY_NAME[name]
-  return {"row": name, "group": row.group, "seed": seed, "settings": shared,
+  return {"row": name, "group": row.group, "seed": seed, "settings": shared, "protocol": "p1",
           "hparams": table3.scaled_hparams(row, shared["factor"]),
           "train_steps": 10 * row.steps_factor,
           "params": 1000, "dev_ppl": ppl, "dev_bleu": bleu, "train_wall_s": 60, "train_cpu_s": 100,
@@ -109,7 +109,7 @@ def test_finished_rows_are_skipped_on_rerun(tmp_path, monkeypatch):
   table3.main(argv)  # everything done now: nothing runs
   assert ran == [("B_dk32", 1234)]
   doc = (tmp_path / "T.md").read_text()
-  assert doc.count(table3_report.BEGIN) == 1
+  assert doc.count(table3_report.marker("rows:p1")[0]) == 1
   assert "| B_dk32 |" in doc and "| base |" in doc
   assert (tmp_path / "t.png").stat().st_size > 1000
 
@@ -139,6 +139,56 @@ def test_report_gives_differences_in_units_of_the_base_seed_spread():
                                      "extra run (not in the paper); differences to base"]
   assert cells["A_h1_x4"][16:19] == ["-0.500", "+1.00",
                                      "extra run (not in the paper); differences to base_x4"]
+
+
+def test_the_papers_no_change_rows_agree_within_two_base_seed_sd():
+  """Item 3 of the rule: A_h16 (paper PPL -0.01, BLEU 0), E_learned (0, -0.1) and D_ls0.2's
+  BLEU (-0.1) are the paper's "no change"; our row agrees when within 2 base-seed sd."""
+  assert [table3_report.paper_direction(v, b, k) for v, b, k in (
+      (4.91, 4.92, "dev_ppl"), (25.8, 25.8, "dev_bleu"), (4.92, 4.92, "dev_ppl"),
+      (25.7, 25.8, "dev_bleu"), (5.47, 4.92, "dev_ppl"), (25.7, 25.8, "dev_bleu"),
+      (5.00, 4.92, "dev_ppl"), (25.5, 25.8, "dev_bleu"))] == ["~", "~", "~", "~", "+", "~", "+", "-"]
+  shared = {"factor": 8}
+  base = [_fake_result("base", 1, shared, 5.0, 20.0), _fake_result("base", 2, shared, 5.2, 21.0)]
+  # base: mean 5.1 / 20.5, sd 0.1414 / 0.7071, so 2 sd = 0.283 PPL, 1.414 BLEU.
+  inside = base + [_fake_result("A_h16", 1, shared, 5.35, 21.9),
+                   _fake_result("E_learned", 1, shared, 4.85, 19.2),
+                   _fake_result("D_ls0.2", 1, shared, 5.5, 21.8)]
+  cells = {line.split(" | ")[0][2:]: line.split(" | ")[18]
+           for line in table3_report.table(inside).splitlines()[2:]}
+  assert cells["A_h16"] == "yes / yes" and cells["E_learned"] == "yes / yes"
+  assert cells["D_ls0.2"] == "yes / yes"  # PPL +0.4 (+2.8 sd, higher as in the paper), BLEU ~
+  outside = base + [_fake_result("A_h16", 1, shared, 5.45, 22.0),
+                    _fake_result("E_learned", 1, shared, 4.7, 18.9),
+                    _fake_result("D_ls0.2", 1, shared, 5.2, 22.1)]
+  cells = {line.split(" | ")[0][2:]: line.split(" | ")[18]
+           for line in table3_report.table(outside).splitlines()[2:]}
+  assert cells["A_h16"] == "no (paper: no change) / no (paper: no change)"
+  assert cells["E_learned"] == "no (paper: no change) / no (paper: no change)"
+  assert cells["D_ls0.2"] == "within noise / no (paper: no change)"
+  # The findings table: E's finding holds inside, does not hold outside; A's is mixed when
+  # A_h1 agrees and A_h32 has not run.
+  assert table3_report.finding_verdict(inside, ["E_learned"])[0] == "holds"
+  assert table3_report.finding_verdict(outside, ["E_learned"])[0] == "does not hold"
+  mixed = inside + [_fake_result("A_h1", 1, shared, 5.6, 21.0)]  # PPL worse, BLEU within noise
+  assert table3_report.finding_verdict(mixed, ["A_h1", "A_h32"])[0] == "mixed (1 of 2)"
+  assert table3_report.finding_verdict(base, ["A_h1"])[0] == "not run"
+
+
+def test_a_trained_base_is_flat_before_its_cooldown_and_reaches_25_bleu():
+  result = {"train_steps": 8000, "settings": {"train_steps": 8000, "cooldown_steps": 2000},
+            "dev_curve": [[4000, 2.50], [5000, 2.30], [6000, 2.285], [8000, 2.1]],
+            "dev_bleu": 30.0}
+  move, accepted = table3_report.acceptance(result)
+  assert round(move, 3) == -0.015 and accepted
+  assert not table3_report.acceptance({**result, "dev_bleu": 24.9})[1]
+  steep = {**result, "dev_curve": [[5000, 2.40], [6000, 2.30], [8000, 2.1]]}
+  assert not table3_report.acceptance(steep)[1]
+  # No cooldown: the last 1,000 updates; a curve without those points cannot be judged.
+  flat = {**result, "settings": {"train_steps": 8000, "cooldown_steps": 0},
+          "dev_curve": [[7000, 2.2], [8000, 2.19]]}
+  assert table3_report.acceptance(flat)[1]
+  assert table3_report.acceptance({**flat, "dev_curve": [[7200, 2.2], [8000, 2.19]]}) == (None, False)
 
 
 def test_bad_arguments_are_one_line_errors(tmp_path):
