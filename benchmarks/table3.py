@@ -31,14 +31,12 @@ import hashlib
 import json
 import os
 import re
-import resource
-import subprocess
 import sys
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import runlib  # pylint: disable=wrong-import-position
 import table3_report  # pylint: disable=wrong-import-position
 
 # The paper's base (Table 3, first row), in its units.
@@ -180,14 +178,6 @@ def run_tag(args):
           f"_n{args.train_steps}")
 
 
-def read_results(path):
-  """The rows recorded in the JSON-lines file `path` ([] if absent)."""
-  if not os.path.exists(path):
-    return []
-  with open(path, encoding="utf-8") as f:
-    return [json.loads(line) for line in f if line.strip()]
-
-
 def is_done(results, name, seed, shared):
   return any(r["row"] == name and r["seed"] == seed and r["settings"] == shared for r in results)
 
@@ -225,30 +215,6 @@ def commands(row, seed, args):
   return model_dir, [train, validate, translate]
 
 
-def _run(argv, log_path):
-  """Runs argv with stderr (and stdout) appended to log_path; returns (wall s, CPU s).
-
-  Raises:
-    RuntimeError: a non-zero exit (the message names the log).
-  """
-  before = resource.getrusage(resource.RUSAGE_CHILDREN)
-  start = time.monotonic()
-  with open(log_path, "a", encoding="utf-8") as log:
-    log.write("$ " + " ".join(argv) + "\n")
-    log.flush()
-    code = subprocess.call(argv, stdout=log, stderr=log, cwd=REPO)
-  wall = time.monotonic() - start
-  after = resource.getrusage(resource.RUSAGE_CHILDREN)
-  if code:
-    raise RuntimeError(f"exit {code}: {' '.join(argv)} (log: {log_path})")
-  return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-
-
-def _display(argv):
-  """A command as a reader types it: `python -m ...` with repo-relative paths."""
-  return " ".join(["python", *argv[1:]]).replace(REPO + os.sep, "")
-
-
 def _sha256(path):
   with open(path, "rb") as f:
     return hashlib.sha256(f.read()).hexdigest()
@@ -263,10 +229,10 @@ def run_row(row, seed, args):
   os.makedirs(args.work_dir, exist_ok=True)
   log = model_dir + ".log"
   load_before = os.getloadavg()[0]
-  train_wall, train_cpu = _run(train, log)
+  train_wall, train_cpu = runlib.run(train, log)
   load_after = os.getloadavg()[0]
-  _run(validate, log)
-  _run(translate, log)
+  runlib.run(validate, log)
+  runlib.run(translate, log)
   with open(os.path.join(model_dir, "validate_dev.json"), encoding="utf-8") as f:
     dev = json.load(f)
   with open(log, encoding="utf-8") as f:
@@ -290,7 +256,7 @@ def run_row(row, seed, args):
       "load_avg": [round(load_before, 2), round(load_after, 2)], "dev_curve": curve,
       "vocab_sha256": _sha256(os.path.join(model_dir, "vocab.model")),
       "paper_ppl": row.paper_ppl, "paper_bleu": row.paper_bleu, "paper_params": row.paper_params,
-      "commands": [_display(c) for c in (train, validate, translate)],
+      "commands": [runlib.display(c) for c in (train, validate, translate)],
       "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
   }
 
@@ -368,7 +334,7 @@ def main(argv):
   if not args.report_only:
     todo = plan(args)
     for row, seed in todo:
-      results = read_results(args.results)
+      results = runlib.read_results(args.results)
       if is_done(results, row.name, seed, shared):
         print(f"{row.name} seed {seed}: done ({args.results})", flush=True)
         continue
@@ -380,8 +346,7 @@ def main(argv):
       if vocabs and result["vocab_sha256"] not in vocabs:
         raise RuntimeError(f"{row.name}: its vocabulary differs from the one of the rows in "
                            f"{args.results}; every row must share one")
-      with open(args.results, "a", encoding="utf-8") as f:
-        f.write(json.dumps(result, sort_keys=True) + "\n")
+      runlib.append_result(args.results, result)
       print(f"{row.name} seed {seed}: dev ppl {result['dev_ppl']:.3f}, BLEU {result['dev_bleu']:.2f} "
             f"in {result['train_wall_s'] / 60:.1f} min ({result['train_cpu_s'] / 60:.1f} CPU-min, "
             f"load {result['load_avg']})", flush=True)
@@ -390,7 +355,7 @@ def main(argv):
 
 def report(args):
   """Rewrites the doc's findings, sweep and per-protocol tables and the PNG from --results."""
-  results = read_results(args.results)
+  results = runlib.read_results(args.results)
   order = {name: i for i, name in enumerate(ROW_NAMES)}
   by_protocol = {}
   for name in reversed(list(PROTOCOLS)):  # the newest protocol first

@@ -1,0 +1,199 @@
+"""Levers of the Multi30k recipe measured at one short, fixed update budget, on val only.
+
+    python benchmarks/multi30k_levers.py --levers=all --train_steps=3000
+    python benchmarks/multi30k_levers.py --report_only      # rewrite docs/RESULTS.md's table
+
+Each lever is the recipe (--hparams, default `multi30k_cpu_hour`) with one change (an
+hparams override, a training flag, or a model read at the end: the average of the last 5
+checkpoints or the EMA weights). Every run trains --train_steps updates of the recipe's 2,048
+target tokens on Multi30k's 29,000 pairs, seed fixed, then is scored on `val` (1,014 lines):
+dev NLL per target piece without label smoothing (`t2t_repro.validate`) and BLEU with beam 4,
+alpha 1.0 (the recipe's decoding), cased sacreBLEU and lowercased Moses-tokenized, for the last
+checkpoint, the average of the last 5 and the EMA weights (decay 0.999). No test set is
+decoded here: the test is scored once per final model (benchmarks/multi30k_e2e.sh).
+
+Each finished lever is appended to --results (committed), a rerun skips the levers already
+there with the same settings, and the table between the markers of --doc is rewritten from it.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import runlib  # pylint: disable=wrong-import-position
+
+# name: (hparams overrides, extra train flags, what it tests)
+LEVERS = {
+    "reference": ({}, [], "the recipe as registered"),
+    "cooldown": ({"cooldown_steps": "0.3"}, [],
+                 "linear cooldown to 0 over the last 30 % of the updates"),
+    "relative": ({"position_encoding": "relative", "max_relative_position": 16}, [],
+                 "relative positions (Shaw et al. 2018) instead of sinusoids"),
+    "dropout0.3": ({"dropout": 0.3}, [], "more dropout (the recipe overfits after 8,000 updates)"),
+    "ls0.2": ({"label_smoothing": 0.2}, [], "more label smoothing"),
+    "layers6": ({"num_layers": 6}, [], "6+6 layers instead of 3+3 (2x the time per update)"),
+    "vocab8000": ({"vocab_size": 8000}, [], "an 8,000-piece BPE instead of 6,000"),
+}
+# The models read from each run: the last checkpoint, and the two the trainer writes at the end.
+VARIANTS = ("last", "averaged", "ema")
+BEGIN = "<!-- multi30k_levers:begin (written by benchmarks/multi30k_levers.py) -->"
+END = "<!-- multi30k_levers:end -->"
+
+
+class UsageError(Exception):
+  """A bad argument (exit 2, one line)."""
+
+
+def settings(args):
+  """What every lever of one table shares (a lever is skipped on rerun only when these match)."""
+  return {"hparams": args.hparams, "train_steps": args.train_steps, "seed": args.seed,
+          "mixed_precision": args.mixed_precision, "beam_size": 4, "alpha": 1.0,
+          "problem": "translate_ende_multi30k"}
+
+
+def overrides(name, args):
+  """The lever's hparams overrides as one --hparams_override value (fractions of the budget,
+  e.g. cooldown_steps 0.3, become updates)."""
+  values = dict(LEVERS[name][0])
+  if "cooldown_steps" in values:
+    values["cooldown_steps"] = int(float(values["cooldown_steps"]) * args.train_steps)
+  return ",".join(f"{k}={v}" for k, v in values.items())
+
+
+def commands(name, args):
+  """(model_dir, train argv, [validate argv per variant]) of one lever."""
+  model_dir = os.path.join(args.work_dir, name)
+  train = runlib.python(
+      "-m", "t2t_repro.train", f"--hparams={args.hparams}",
+      f"--hparams_override={overrides(name, args)}", "--problem=translate_ende_multi30k",
+      f"--data_dir={args.data_dir}", f"--model_dir={model_dir}",
+      f"--vocab_dir={os.path.join(args.work_dir, 'vocab')}", f"--train_steps={args.train_steps}", f"--save_checkpoints_steps={args.train_steps // 10}",
+      "--save_checkpoints_secs=0", "--keep_checkpoint_max=5", "--average_last=5",
+      "--ema_decay=0.999", f"--eval_every_steps={args.train_steps // 10}", "--dev_bleu_lines=0",
+      "--test_bleu_lines=0", "--best_metric=none", f"--seed={args.seed}",
+      f"--mixed_precision={args.mixed_precision}", "--log_every_steps=100",
+      *LEVERS[name][1])
+  validate = [runlib.python("-m", "t2t_repro.validate", f"--model_dir={_variant_dir(model_dir, v)}",
+                            f"--output_json={os.path.join(model_dir, f'validate_{v}.json')}")
+              for v in VARIANTS]
+  return model_dir, train, validate
+
+
+def _variant_dir(model_dir, variant):
+  return model_dir if variant == "last" else os.path.join(model_dir, variant)
+
+
+def run_lever(name, args):
+  """Trains and scores one lever; returns its result object."""
+  from multi30k_score import decode_and_score  # pylint: disable=import-outside-toplevel
+  from t2t_repro.decoding.loading import load_models  # pylint: disable=import-outside-toplevel
+  model_dir, train, validate = commands(name, args)
+  os.makedirs(args.work_dir, exist_ok=True)
+  log = model_dir + ".log"
+  load_before = os.getloadavg()[0]
+  wall, cpu = runlib.run(train, log)
+  load_after = os.getloadavg()[0]
+  scores = {}
+  src, ref = (os.path.join(args.data_dir, "multi30k", f"val.{lang}") for lang in ("en", "de"))
+  for variant, argv in zip(VARIANTS, validate):
+    runlib.run(argv, log)
+    with open(os.path.join(model_dir, f"validate_{variant}.json"), encoding="utf-8") as f:
+      nll = json.load(f)["nll"]
+    row = decode_and_score(load_models([_variant_dir(model_dir, variant)]), src, ref, 4, 1.0)
+    scores[variant] = {"dev_nll": round(nll, 4), "val_sacrebleu": row["sacrebleu"],
+                       "val_bleu_lc_tok": row["bleu_lc_tok"]}
+  return {"lever": name, "what": LEVERS[name][2], "settings": settings(args),
+          "hparams_override": overrides(name, args), "scores": scores,
+          "train_wall_s": round(wall, 1), "train_cpu_s": round(cpu, 1),
+          "load_avg": [round(load_before, 2), round(load_after, 2)],
+          "commands": [runlib.display(train)] + [runlib.display(v) for v in validate],
+          "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
+
+
+def table(results):
+  """The markdown table of `results` (one settings)."""
+  lines = ["| lever | what | updates | dev NLL last / avg5 / EMA | val cased sacreBLEU last / "
+           "avg5 / EMA | val lc-tok BLEU last / avg5 / EMA | train wall / CPU min (load) |",
+           "|" + "---|" * 7]
+  for r in results:
+    s = r["scores"]
+    cells = [" / ".join(f"{s[v][key]:.{digits}f}" for v in VARIANTS)
+             for key, digits in (("dev_nll", 3), ("val_sacrebleu", 2), ("val_bleu_lc_tok", 2))]
+    lines.append(f"| {r['lever']} | {r['what']} | {r['settings']['train_steps']} | "
+                 f"{' | '.join(cells)} | {r['train_wall_s'] / 60:.1f} / "
+                 f"{r['train_cpu_s'] / 60:.1f} ({r['load_avg'][0]}-{r['load_avg'][1]}) |")
+  return "\n".join(lines)
+
+
+def write(results, doc_path):
+  """Rewrites the table between BEGIN and END of `doc_path` (appended when absent)."""
+  with open(doc_path, encoding="utf-8") as f:
+    text = f.read()
+  block = f"{BEGIN}\n{table(results)}\n{END}"
+  if BEGIN in text and END in text:
+    text = text[:text.index(BEGIN)] + block + text[text.index(END) + len(END):]
+  else:
+    text += "\n" + block + "\n"
+  with open(doc_path, "w", encoding="utf-8") as f:
+    f.write(text)
+
+
+def parse_args(argv):
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0],
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument("--levers", default="all",
+                      help=f"'all' or names, comma-separated: {', '.join(LEVERS)}.")
+  parser.add_argument("--hparams", default="multi30k_cpu_hour", help="The recipe varied.")
+  parser.add_argument("--train_steps", type=int, default=3000, help="Updates of every lever.")
+  parser.add_argument("--seed", type=int, default=1)
+  parser.add_argument("--mixed_precision", default="mixed_bfloat16",
+                      choices=["none", "mixed_bfloat16"])
+  parser.add_argument("--data_dir", default=os.path.join("..", "shared", "data"))
+  parser.add_argument("--work_dir", default=os.path.join("runs", "levers"))
+  parser.add_argument("--results", default=os.path.join("docs", "multi30k_levers.jsonl"))
+  parser.add_argument("--doc", default=os.path.join("docs", "RESULTS.md"))
+  parser.add_argument("--report_only", action="store_true")
+  args = parser.parse_args(argv)
+  names = list(LEVERS) if args.levers == "all" else [n for n in args.levers.split(",") if n]
+  unknown = [n for n in names if n not in LEVERS]
+  if unknown:
+    raise UsageError(f"--levers: unknown lever {unknown[0]!r}; levers: {', '.join(LEVERS)}")
+  if args.train_steps < 10:
+    raise UsageError(f"--train_steps must be >= 10, got {args.train_steps}")
+  if not args.report_only and not os.path.isdir(os.path.join(args.data_dir, "multi30k")):
+    raise UsageError(f"--data_dir={args.data_dir}: no multi30k folder in it")
+  args.names = names
+  return args
+
+
+def main(argv):
+  args = parse_args(argv)
+  shared = settings(args)
+  if not args.report_only:
+    for name in args.names:
+      if any(r["lever"] == name and r["settings"] == shared
+             for r in runlib.read_results(args.results)):
+        print(f"{name}: done ({args.results})", flush=True)
+        continue
+      print(f"{name}: training {args.train_steps} updates (load {os.getloadavg()[0]:.2f})",
+            flush=True)
+      result = run_lever(name, args)
+      runlib.append_result(args.results, result)
+      print(f"{name}: val cased BLEU last/avg5/EMA " + " / ".join(
+          f"{result['scores'][v]['val_sacrebleu']:.2f}" for v in VARIANTS), flush=True)
+  results = [r for r in runlib.read_results(args.results) if r["settings"] == shared]
+  if results:
+    write(results, args.doc)
+    print(f"wrote the table of {len(results)} levers into {args.doc}", flush=True)
+
+
+if __name__ == "__main__":
+  try:
+    main(sys.argv[1:])
+  except UsageError as e:
+    print(f"multi30k_levers: error: {e}", file=sys.stderr)
+    sys.exit(2)

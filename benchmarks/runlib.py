@@ -1,0 +1,57 @@
+"""What the resumable experiment scripts (`table3.py`, `multi30k_levers.py`) share: running one
+command with its log, showing it as a reader types it, and the JSON-lines results file that a
+rerun reads to skip the finished runs."""
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run(argv, log_path):
+  """Runs argv from the repository root with stdout and stderr appended to log_path.
+
+  Returns:
+    (wall seconds, CPU seconds of the child, user + system).
+  Raises:
+    RuntimeError: a non-zero exit (the message names the log).
+  """
+  before = resource.getrusage(resource.RUSAGE_CHILDREN)
+  start = time.monotonic()
+  with open(log_path, "a", encoding="utf-8") as log:
+    log.write("$ " + " ".join(argv) + "\n")
+    log.flush()
+    code = subprocess.call(argv, stdout=log, stderr=log, cwd=REPO)
+  wall = time.monotonic() - start
+  after = resource.getrusage(resource.RUSAGE_CHILDREN)
+  if code:
+    raise RuntimeError(f"exit {code}: {' '.join(argv)} (log: {log_path})")
+  return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def display(argv):
+  """A command as a reader types it: `python -m ...` with repo-relative paths."""
+  return " ".join(["python", *argv[1:]]).replace(REPO + os.sep, "")
+
+
+def python(*args):
+  """argv of this interpreter running `args`."""
+  return [sys.executable, *args]
+
+
+def read_results(path):
+  """The runs recorded in the JSON-lines file `path` ([] if absent)."""
+  if not os.path.exists(path):
+    return []
+  with open(path, encoding="utf-8") as f:
+    return [json.loads(line) for line in f if line.strip()]
+
+
+def append_result(path, result):
+  """Appends one run (a dict) as one line of `path`."""
+  with open(path, "a", encoding="utf-8") as f:
+    f.write(json.dumps(result, sort_keys=True) + "\n")
