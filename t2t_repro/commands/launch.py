@@ -77,6 +77,26 @@ def main():
   launch(name)
 
 
+def package_main(argv=None):
+  """Entry point of `python -m t2t_repro <command> [flags]` (`t2t_repro/__main__.py`):
+  launches the command the first argument names ("plot_attention" or "plot-attention").
+  Without one, or with an unknown one, prints the commands on stderr and exits 2;
+  `--help` prints them on stdout (exit 0)."""
+  argv = sys.argv if argv is None else argv
+  name = argv[1].replace("-", "_") if len(argv) > 1 else None
+  if name in COMMANDS:
+    sys.argv = [name, *argv[2:]]
+    launch(name)
+  usage = (f"usage: python -m t2t_repro <command> [flags]  (<command> --help: its flags)\n"
+           f"commands: {', '.join(COMMANDS)}")
+  if len(argv) > 1 and argv[1] in ("-h", "--help", "help"):
+    print(usage)
+    sys.exit(0)
+  problem = f"unknown command {argv[1]!r}" if len(argv) > 1 else "no command given"
+  sys.stderr.write(f"t2t_repro: error: {problem}\n{usage}\n")
+  sys.exit(2)
+
+
 def command_of_script(script):
   """The command a console script runs ("t2t-plot-attention" -> "plot_attention"), or None."""
   name = script.removeprefix("t2t-").replace("-", "_")

@@ -40,6 +40,10 @@ def _command_name():
   return name[:-3] if name.endswith(".py") else name
 
 
+# absl's flags that print help (the help asked for is a success: exit 0, not absl's 1).
+_HELP_FLAGS = ("-h", "-?", "--help", "--helpshort", "--helpfull", "--helpxml")
+
+
 class _Failed(Exception):
   """A user error, already described: (exit status, message)."""
 
@@ -64,6 +68,10 @@ def run(main, command=None):
       return flags.FLAGS(argv)
     except flags.Error as e:
       raise _Failed(errors.USAGE_EXIT, e) from None
+    except SystemExit as done:  # absl's help flags print the help, then exit 1
+      if done.code == 1 and any(arg.split("=")[0] in _HELP_FLAGS for arg in argv[1:]):
+        raise SystemExit(0) from None
+      raise
 
   def checked_main(argv):
     try:
