@@ -54,7 +54,7 @@ def _list_in_help(command_module):
 
 
 # Modules whose define functions the commands call (their flags are the command's own).
-_SHARED_FLAG_MODULES = ("t2t_repro.commands.shared_flags", "t2t_repro.decoding.config")
+_SHARED_FLAG_MODULES = ("t2t_repro.commands.shared_flags", "t2t_repro.commands.config_flags")
 
 
 def launch(name):

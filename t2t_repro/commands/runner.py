@@ -29,10 +29,16 @@ flags.DEFINE_bool("debug", False, "Print the Python traceback of a user error be
 
 
 def _describe(error):
-  """(exit status, one-line message) of a user error, or None for a bug."""
+  """(exit status, one-line message) of a user error, or None for a bug. A setting the
+  message names (`errors.SETTING_MARK`) is written as the command's flag, --name."""
   if isinstance(error, (app.UsageError, flags.Error)):
     return errors.USAGE_EXIT, str(error)
-  return errors.describe(error)
+  return errors.describe(error, setting_name=_flag_name)
+
+
+def _flag_name(name):
+  """--name for a flag of the command, else the plain name (a setting it has no flag of)."""
+  return f"--{name}" if name in flags.FLAGS else name
 
 
 def _command_name():
