@@ -28,7 +28,8 @@ def define_flags():
   config_flags.define(
       decode_config.DecodeConfig,
       names=("beam_size", "alpha", "decode_extra_length", "batch_tokens", "n_best"),
-      none_defaults=True, help_overrides={"batch_tokens": "SavedModel: source tokens (padding included) per chunk "
+      none_defaults=True,
+      help_overrides={"batch_tokens": "SavedModel: source tokens (padding included) per chunk "
                                       "the serving graph decodes at once (default: 4096).",
                       "n_best": "SavedModel: hypotheses per sentence of the translate_nbest "
                                 "signature (default: the beam size)."})

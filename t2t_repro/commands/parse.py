@@ -145,7 +145,8 @@ def _define_decode_flags():
   flags.DEFINE_list("decode_splits", ["test", "dev"],
                     "train, decode: splits of DATA_DIR to decode and score.")
   config_flags.define(
-      decode_config.DecodeConfig, names=("beam_size", "alpha", "decode_extra_length", "batch_tokens"),
+      decode_config.DecodeConfig,
+      names=("beam_size", "alpha", "decode_extra_length", "batch_tokens"),
       none_defaults=True, help_overrides={
           "beam_size": "decode: beam width (default: hparams, 21 in parsing*).",
           "alpha": "decode: length-penalty exponent (default: hparams, 0.3).",

@@ -100,7 +100,7 @@ class Problem:
     if split not in self.files:
       raise MissingDataError(
           f"{self.name} has no split {split!r}; its splits are: {', '.join(self.splits) or 'none'} "
-          f"(give files for a split with --{split}_src and --{split}_tgt)")
+          f"(give files for a split with `{split}_src` and `{split}_tgt`)")
     return [tuple(self._resolve(p, split) for p in pair) for pair in self.files[split]]
 
   def source_file(self, split):
@@ -198,7 +198,7 @@ class Problem:
   def _require_data_dir(self, split):
     if self.data_dir is None:
       raise MissingDataError(
-          f"{self.name}: no data directory: pass --data_dir or set ${DATA_DIR_ENV} (split {split!r} "
+          f"{self.name}: no data directory: pass `data_dir` or set ${DATA_DIR_ENV} (split {split!r} "
           f"reads {_list_paths([p for pair in self.files[split] for p in pair])} under it)")
     return self.data_dir
 

@@ -3,7 +3,8 @@ so a command's --help stays instant).
 
 Vaswani et al. 2017 §6.1: beam 4, alpha 0.6, input length + 50; §6.3 parsing: beam 21,
 alpha 0.3, input + 300. `DecodeConfig.resolve`: a value given (a flag generated from the
-field by `t2t_repro.commands.config_flags`) wins, else the model's hparams. One flag name per concept in every command:
+field by `t2t_repro.commands.config_flags`) wins, else the model's hparams. One flag name
+per concept in every command:
 --beam_size, --alpha, --decode_extra_length, --batch_tokens, --n_best, --max_input_length.
 The decoding itself is `t2t_repro.decoding.translator.Translator`.
 """

@@ -210,5 +210,5 @@ def read_data_stats(data_dir):
       "splits.train." + k for k in ("max_depth", "max_open_run") if k not in train]
   if missing:
     raise ValueError(f"{path} lacks {', '.join(missing)}: written by an older "
-                     "prepare; run tools/parse.py --mode=prepare into that folder again")
+                     "prepare; run tools/parse.py with `mode`=prepare into that folder again")
   return stats

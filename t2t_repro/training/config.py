@@ -45,15 +45,18 @@ class TrainConfig:
       "text's validation records (default: `model_dir`). Point runs of one problem at one cache.")
   cache_examples_mb: int = _field(
       1024, "Keep the tokenized training examples in memory after the first pass only if they "
-      "are estimated to fit in this many MiB (0: never). A WMT-sized corpus is streamed from disk.", min_value=0)
-  train_steps: Optional[int] = _field(None, "Optimizer updates (default: the hparam set's).", min_value=1)
+      "are estimated to fit in this many MiB (0: never). A WMT-sized corpus is streamed from "
+      "disk.", min_value=0)
+  train_steps: Optional[int] = _field(None, "Optimizer updates (default: the hparam set's).",
+                                      min_value=1)
   batch_tokens: Optional[int] = _field(
       None, "Token budget per replica per micro-batch (default: the hparam set's).", min_value=1)
   distribution: str = _field("auto", "tf.distribute strategy.", choices=DISTRIBUTIONS)
   num_gpus: Optional[int] = _field(None, "GPUs to use (default: all visible).", min_value=0)
   num_cpu_replicas: int = _field(
       0, "Split the CPU into this many logical devices and mirror over them (tests and "
-      "CPU-only emulation of several replicas).", min_value=0)
+      "CPU-only emulation of several replicas; `distribution`=auto becomes mirrored).",
+      min_value=0)
   accum_steps: int = _field(1, "Micro-batches accumulated per update.", min_value=1)
   mixed_precision: str = _field("none", "Keras mixed-precision policy.", choices=MIXED_PRECISIONS)
   jit_compile: bool = _field(False, "XLA-compile the forward/backward computation.")
@@ -67,7 +70,8 @@ class TrainConfig:
   eval_at_start: bool = _field(
       False, "Also evaluate dev before the first update (the start of the dev curve; a full "
       "dev pass, slow for big models on a CPU).")
-  dev_bleu_lines: int = _field(200, "Dev lines decoded for the periodic dev BLEU (0: off).", min_value=0)
+  dev_bleu_lines: int = _field(200, "Dev lines decoded for the periodic dev BLEU (0: off).",
+                               min_value=0)
   test_bleu_lines: int = _field(
       0, "After training, translate this many lines of the test split with beam search and "
       "print sacreBLEU (-1: all, 0: off).", min_value=-1)
@@ -75,7 +79,8 @@ class TrainConfig:
       0, "Stop (and save) after this much wall time even if train_steps is not reached (0: no "
       "limit) [minutes].", min_value=0)
   log_every_steps: int = _field(
-      10, "TensorBoard summaries, and a log line when stderr is not a terminal, every N updates.", min_value=1)
+      10, "TensorBoard summaries, and a log line when stderr is not a terminal, every N "
+      "updates.", min_value=1)
   seed: int = _field(1234, "Seed for initialization, dropout and data shuffling.")
   train_src: Optional[str] = _field(
       None, "Source file of the train split (parallel_text); comma-separated files or glob "
@@ -83,7 +88,8 @@ class TrainConfig:
   train_tgt: Optional[str] = _field(None, "Target file(s) of the train split, in the order of "
                                     "`train_src`.")
   dev_src: Optional[str] = _field(None, "Source file(s) of the dev split (as `train_src`).")
-  dev_tgt: Optional[str] = _field(None, "Target file(s) of the dev split, in the order of `dev_src`.")
+  dev_tgt: Optional[str] = _field(None, "Target file(s) of the dev split, in the order of "
+                                  "`dev_src`.")
   test_src: Optional[str] = _field(None, "Source file(s) of the test split (as `train_src`).")
   test_tgt: Optional[str] = _field(None, "Target file(s) of the test split, in the order of "
                                    "`test_src`.")
@@ -126,6 +132,14 @@ class TrainConfig:
       raise errors.UsageError(
           f"`num_cpu_replicas`={self.num_cpu_replicas} mirrors over logical CPUs: it needs "
           f"`distribution`=auto or mirrored, not {self.distribution}")
+
+  @property
+  def strategy(self):
+    """The `distribution` to build: mirrored for auto with num_cpu_replicas > 1 (the
+    logical CPUs are there to mirror over), else `distribution` itself."""
+    if self.distribution == "auto" and self.num_cpu_replicas > 1:
+      return "mirrored"
+    return self.distribution
 
   def split_files(self):
     """{"train_src": ..., "dev_tgt": ...}: the explicit files of each split (None: the

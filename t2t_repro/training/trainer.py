@@ -425,7 +425,7 @@ class Trainer:
     """
     inner = getattr(self.optimizer, "inner_optimizer", self.optimizer)
     if not inner.use_ema:
-      raise ValueError("this run keeps no moving average of the weights (--ema_decay=0)")
+      raise ValueError("this run keeps no moving average of the weights (`ema_decay`=0)")
     variables = self.model.trainable_variables
     saved = [tf.identity(v) for v in variables]
     inner.finalize_variable_values(variables)
