@@ -21,122 +21,137 @@ import os
 from importlib import resources
 
 from t2t_repro import errors
+from t2t_repro import settings
+from t2t_repro.settings import setting
 
 _CONFIG_PACKAGE = "t2t_repro.configs"
 
 
 class HParamsError(errors.UsageError):
   """An unknown hparam set, key or value, or a value out of range (a usage error: the
-  message names --hparams / --hparams_override or the file)."""
+  message names the set, `hparams` / `hparams_override`, or the file)."""
 
 
 @dataclasses.dataclass
 class HParams:
   """One resolved hyperparameter set; the defaults are Transformer base (Table 3).
 
-  Attributes (units in brackets):
-    description: what the set is and where its values come from.
-    num_layers: N, encoder layers = decoder layers (§3.1).
-    d_model: model width (§3.1).
-    d_ff: inner width of the position-wise feed-forward network (§3.3, eq. 2).
-    num_heads: h, attention heads (§3.2.2).
-    d_k: per-head query/key width; 0 means d_model // num_heads (§3.2.2).
-    d_v: per-head value width; 0 means d_model // num_heads (§3.2.2).
-    dropout: P_drop, on every sub-layer output before the residual add and on
-      the embedding + positional-encoding sums (§5.4).
-    attention_dropout: dropout on attention weights (0 in the paper; t2t 0.1).
-    relu_dropout: dropout after the FFN ReLU (0 in the paper; t2t 0.1).
-    label_smoothing: eps_ls (§5.4).
-    vocab_size: size of the shared source/target BPE vocabulary [tokens].
-    lowercase: lowercase all text, source and target, inside the BPE model (a
-      sentencepiece normalization rule, so training, translation and an exported
-      SavedModel all lowercase their input the same way; outputs are lowercase).
-      Moses `lowercase.perl`, as the Multi30k papers prepare their text
-      (Wu et al. 2021). Score such a model with the lowercased BLEU of `evaluate`.
-    subword_alpha: subword regularization of the training text (0: off): every time a
-      training pair is read its segmentation is sampled (tf_text's sentencepiece
-      sampling); for this project's BPE vocabularies BPE-dropout, each merge skipped
-      with this probability (Provilkov et al. 2020: 0.1). Dev, test and decoding keep
-      the deterministic segmentation. In [0, 1).
-    subword_nbest: sentencepiece's nbest_size of the sampling: -1 samples from all
-      segmentations (what BPE-dropout needs), > 1 from the n best (unigram models).
-    norm_type: "post" (paper: LayerNorm(x + Sublayer(x))) or "pre" (t2t v3).
-    position_encoding: "sinusoid" (§3.5), "learned" (Table 3 E) or "relative" (Shaw et
-      al. 2018; tensor2tensor's `transformer_relative`: no absolute positions, relative
-      position representations in every self-attention).
-    max_relative_position: k of "relative": attention distances clipped to [-k, k]
-      [positions] (t2t 20, OpenNMT-tf's examples 20, Shaw et al. 16).
-    attention_init: "glorot" (Glorot uniform on the [d_model, h * d_k] projection
-      matrices, tensor2tensor's) or "glorot_per_head" (Glorot uniform on the per-head
-      kernels [d_model, h, d_k] and [h, d_v, d_model], as Keras 2's MultiHeadAttention:
-      5.8x smaller query/key/value weights at d_model 256, 4 heads).
-    max_length: longest training example kept [tokens] (the last batching bucket).
-    max_positions: size of the position table [positions]: the rows of the learned
-      table (Table 3 E, a weight shape) and the longest sequence the model accepts with
-      either encoding; decoding checks source length + decode_extra_length against it
-      (ValueError). A model setting: decoding settings never change it. Must be
-      >= max_length. hparams.json files written before it existed get the old rule,
-      max_length + decode_extra_length, for learned tables (so their checkpoints load).
-    lr_schedule: "noam" (eq. 3 of §5.3, the paper) or "inverse_sqrt" (fairseq's
-      inverse_sqrt: linear warmup to peak_learning_rate, then ~ 1/sqrt(step));
-      see `training.schedule`.
-    learning_rate: constant multiplier of eq. 3 (1.0 paper, 2.0 t2t); "noam" only.
-    peak_learning_rate: the rate at the end of warmup; "inverse_sqrt" only (must be
-      positive there).
-    warmup_steps: warmup of either schedule [steps].
-    cooldown_steps: the last cooldown_steps of train_steps take the rate linearly
-      down to 0 (the "warmup-stable-decay" cooldown, `training.schedule.
-      CooldownSchedule`); 0 disables it [steps]. Must be <= train_steps.
-    adam_beta1, adam_beta2, adam_epsilon: Adam settings (§5.3).
-    clip_norm: global gradient-norm clipping; 0 disables it.
-    train_steps: optimizer updates to run [steps].
-    batch_tokens: token budget of one replica's batch [tokens]; a step uses
-      batch_tokens x replicas x accum_steps.
-    checkpoint_average: how many last checkpoints to average (§6.1).
-    beam_size, alpha: beam width and GNMT length-penalty exponent (§6.1).
-    decode_extra_length: maximum output length = input length + this [tokens].
+  Each field's help (its metadata, `settings.setting`) says what it is, in which units and
+  from which section of the paper; its choices and range are checked on construction.
+
+  Raises:
+    HParamsError (a ValueError): a value outside its choices or range, or a combination
+      that does not fit (max_positions < max_length, ...), naming the fields.
   """
 
-  description: str = ""
-  num_layers: int = 6
-  d_model: int = 512
-  d_ff: int = 2048
-  num_heads: int = 8
-  d_k: int = 0
-  d_v: int = 0
-  dropout: float = 0.1
-  attention_dropout: float = 0.0
-  relu_dropout: float = 0.0
-  label_smoothing: float = 0.1
-  vocab_size: int = 37000
-  lowercase: bool = False
-  subword_alpha: float = 0.0
-  subword_nbest: int = -1
-  norm_type: str = dataclasses.field(
-      default="post", metadata={"choices": ("post", "pre")})
-  position_encoding: str = dataclasses.field(
-      default="sinusoid", metadata={"choices": ("sinusoid", "learned", "relative")})
-  attention_init: str = dataclasses.field(
-      default="glorot", metadata={"choices": ("glorot", "glorot_per_head")})
-  max_length: int = 256
-  max_positions: int = 512
-  max_relative_position: int = 16
-  lr_schedule: str = dataclasses.field(
-      default="noam", metadata={"choices": ("noam", "inverse_sqrt")})
-  learning_rate: float = 1.0
-  peak_learning_rate: float = 0.0
-  warmup_steps: int = 4000
-  cooldown_steps: int = 0
-  adam_beta1: float = 0.9
-  adam_beta2: float = 0.98
-  adam_epsilon: float = 1e-9
-  clip_norm: float = 0.0
-  train_steps: int = 100000
-  batch_tokens: int = 3125
-  checkpoint_average: int = 5
-  beam_size: int = 4
-  alpha: float = 0.6
-  decode_extra_length: int = 50
+  description: str = setting("", "What the set is and where its values come from.")
+  num_layers: int = setting(6, "N, encoder layers = decoder layers (§3.1).", min_value=1)
+  d_model: int = setting(512, "Model width (§3.1).", min_value=1)
+  d_ff: int = setting(2048, "Inner width of the position-wise feed-forward network (§3.3, "
+                      "eq. 2).", min_value=1)
+  num_heads: int = setting(8, "h, attention heads (§3.2.2).", min_value=1)
+  d_k: int = setting(0, "Per-head query/key width; 0 means d_model // num_heads (§3.2.2).",
+                     min_value=0)
+  d_v: int = setting(0, "Per-head value width; 0 means d_model // num_heads (§3.2.2).",
+                     min_value=0)
+  dropout: float = setting(
+      0.1, "P_drop, on every sub-layer output before the residual add and on the embedding + "
+      "positional-encoding sums (§5.4).", min_value=0, below=1)
+  attention_dropout: float = setting(
+      0.0, "Dropout on attention weights (0 in the paper; t2t 0.1).", min_value=0, below=1)
+  relu_dropout: float = setting(
+      0.0, "Dropout after the FFN ReLU (0 in the paper; t2t 0.1).", min_value=0, below=1)
+  label_smoothing: float = setting(0.1, "eps_ls (§5.4).", min_value=0, below=1)
+  vocab_size: int = setting(37000, "Size of the shared source/target BPE vocabulary [tokens].",
+                            min_value=1)
+  lowercase: bool = setting(
+      False, "Lowercase all text, source and target, inside the BPE model (a sentencepiece "
+      "normalization rule, so training, translation and an exported SavedModel all lowercase "
+      "their input the same way; outputs are lowercase). Moses lowercase.perl, as the Multi30k "
+      "papers prepare their text (Wu et al. 2021). Score such a model with the lowercased BLEU "
+      "of evaluate.")
+  subword_alpha: float = setting(
+      0.0, "Subword regularization of the training text (0: off): every time a training pair "
+      "is read its segmentation is sampled (tf_text's sentencepiece sampling); for this "
+      "project's BPE vocabularies BPE-dropout, each merge skipped with this probability "
+      "(Provilkov et al. 2020: 0.1). Dev, test and decoding keep the deterministic "
+      "segmentation.", min_value=0, below=1)
+  subword_nbest: int = setting(
+      -1, "sentencepiece's nbest_size of the sampling: -1 samples from all segmentations (what "
+      "BPE-dropout needs), > 1 from the n best (unigram models).", min_value=-1)
+  norm_type: str = setting(
+      "post", "post (paper: LayerNorm(x + Sublayer(x))) or pre (t2t v3).",
+      choices=("post", "pre"))
+  position_encoding: str = setting(
+      "sinusoid", "sinusoid (§3.5), learned (Table 3 E) or relative (Shaw et al. 2018; "
+      "tensor2tensor's transformer_relative: no absolute positions, relative position "
+      "representations in every self-attention).", choices=("sinusoid", "learned", "relative"))
+  attention_init: str = setting(
+      "glorot", "glorot (Glorot uniform on the [d_model, h * d_k] projection matrices, "
+      "tensor2tensor's) or glorot_per_head (Glorot uniform on the per-head kernels [d_model, h, "
+      "d_k] and [h, d_v, d_model], as Keras 2's MultiHeadAttention: 5.8x smaller query/key/value "
+      "weights at d_model 256, 4 heads).", choices=("glorot", "glorot_per_head"))
+  max_length: int = setting(256, "Longest training example kept [tokens] (the last batching "
+                            "bucket).", min_value=1)
+  max_positions: int = setting(
+      512, "Size of the position table [positions]: the rows of the learned table (Table 3 E, "
+      "a weight shape) and the longest sequence the model accepts with either encoding; "
+      "decoding checks source length + decode_extra_length against it. A model setting: "
+      "decoding settings never change it. Must be >= max_length. hparams.json files written "
+      "before it existed get the old rule, max_length + decode_extra_length, for learned tables "
+      "(so their checkpoints load).", min_value=1)
+  max_relative_position: int = setting(
+      16, "k of position_encoding=relative: attention distances clipped to [-k, k] [positions] "
+      "(t2t 20, OpenNMT-tf's examples 20, Shaw et al. 16).", min_value=1)
+  lr_schedule: str = setting(
+      "noam", "noam (eq. 3 of §5.3, the paper) or inverse_sqrt (fairseq's inverse_sqrt: linear "
+      "warmup to peak_learning_rate, then ~ 1/sqrt(step)); see training.schedule.",
+      choices=("noam", "inverse_sqrt"))
+  learning_rate: float = setting(
+      1.0, "Constant multiplier of eq. 3 (1.0 paper, 2.0 t2t); noam only.", above=0)
+  peak_learning_rate: float = setting(
+      0.0, "The rate at the end of warmup; inverse_sqrt only (must be positive there).",
+      min_value=0)
+  warmup_steps: int = setting(4000, "Warmup of either schedule [steps].", min_value=1)
+  cooldown_steps: int = setting(
+      0, "The last cooldown_steps of train_steps take the rate linearly down to 0 (the "
+      "warmup-stable-decay cooldown, training.schedule.CooldownSchedule); 0 disables it "
+      "[steps]. Must be <= train_steps.", min_value=0)
+  adam_beta1: float = setting(0.9, "Adam's beta1 (§5.3).", min_value=0, below=1)
+  adam_beta2: float = setting(0.98, "Adam's beta2 (§5.3).", min_value=0, below=1)
+  adam_epsilon: float = setting(1e-9, "Adam's epsilon (§5.3).", above=0)
+  clip_norm: float = setting(0.0, "Global gradient-norm clipping; 0 disables it.", min_value=0)
+  train_steps: int = setting(100000, "Optimizer updates to run [steps].", min_value=1)
+  batch_tokens: int = setting(
+      3125, "Token budget of one replica's batch [tokens]; a step uses batch_tokens x replicas "
+      "x accum_steps.", min_value=1)
+  checkpoint_average: int = setting(5, "How many last checkpoints to average (§6.1).",
+                                    min_value=1)
+  beam_size: int = setting(4, "Beam width of decoding (§6.1).", min_value=1)
+  alpha: float = setting(0.6, "GNMT length-penalty exponent of decoding (§6.1).", min_value=0)
+  decode_extra_length: int = setting(
+      50, "Maximum output length = input length + this [tokens] (§6.1).", min_value=0)
+
+  def __post_init__(self):
+    try:
+      settings.check(self)
+    except errors.UsageError as e:
+      raise HParamsError(str(e)) from None
+    if self.max_positions < self.max_length:
+      raise HParamsError(f"max_positions={self.max_positions} must be >= max_length="
+                         f"{self.max_length} (training examples must fit the position table)")
+    if self.lr_schedule == "inverse_sqrt" and not self.peak_learning_rate > 0:
+      raise HParamsError("lr_schedule='inverse_sqrt' needs a positive peak_learning_rate, got "
+                         f"{self.peak_learning_rate}")
+    if self.cooldown_steps > self.train_steps:
+      raise HParamsError(f"cooldown_steps={self.cooldown_steps} must be in [0, train_steps="
+                         f"{self.train_steps}]")
+    if not self.d_k and self.d_model % self.num_heads:
+      raise HParamsError(f"d_model={self.d_model} is not divisible by num_heads="
+                         f"{self.num_heads}; set d_k and d_v explicitly")
+    if self.subword_nbest in (0, 1):
+      raise HParamsError(f"subword_nbest={self.subword_nbest} must be -1 (all segmentations; "
+                         "BPE-dropout for BPE models) or > 1")
 
   def to_dict(self):
     return dataclasses.asdict(self)
@@ -147,7 +162,7 @@ class HParams:
   def replace(self, **changes):
     """Returns a validated copy with `changes` applied (keys checked)."""
     _check_keys(changes, "replace()")
-    return _validated(dataclasses.replace(self, **changes), "replace()")
+    return _built(lambda: dataclasses.replace(self, **changes), "replace()")
 
   @classmethod
   def from_dict(cls, values, origin="<dict>"):
@@ -159,67 +174,26 @@ class HParams:
       values["max_positions"] = (values.get("max_length", cls.max_length)
                                  + values.get("decode_extra_length", cls.decode_extra_length))
     _check_keys(values, origin)
-    return _validated(cls(**values), origin)
+    return _built(lambda: cls(**values), origin)
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(HParams)}
 _DEFAULTS = {name: f.default for name, f in _FIELDS.items()}
 
 
-def check_choices(values, origin):
-  """Checks every field of `values` (an `HParams`, or a dataclass with some of its fields,
-  e.g. `model.config.ModelConfig`) that has allowed values (field metadata "choices").
-
-  Raises:
-    HParamsError (a ValueError): a value outside its choices, naming `origin`.
-  """
-  for field in dataclasses.fields(values):
-    choices = field.metadata.get("choices")
-    if choices and getattr(values, field.name) not in choices:
-      raise HParamsError(f"{origin}: {field.name}={getattr(values, field.name)!r} is not one "
-                         f"of {choices}")
-
-
 def _check_keys(values, origin):
   unknown = sorted(set(values) - set(_FIELDS))
   if unknown:
-    raise HParamsError(f"{origin}: unknown hparam {unknown[0]!r}; valid hparams are: "
-                     f"{', '.join(sorted(_FIELDS))}")
+    raise HParamsError(f"{origin}: "
+                       + errors.unknown("hparam", unknown[0], sorted(_FIELDS), "valid hparams are"))
 
 
-def _validated(hp, origin):
-  check_choices(hp, origin)
-  for name in ("num_layers", "d_model", "d_ff", "num_heads", "vocab_size", "max_length",
-               "max_positions", "max_relative_position", "batch_tokens", "beam_size",
-               "train_steps", "warmup_steps",
-               "checkpoint_average", "learning_rate", "adam_epsilon"):
-    if not getattr(hp, name) > 0:
-      raise HParamsError(f"{origin}: {name} must be positive, got {getattr(hp, name)}")
-  if hp.max_positions < hp.max_length:
-    raise HParamsError(f"{origin}: max_positions={hp.max_positions} must be >= max_length="
-                       f"{hp.max_length} (training examples must fit the position table)")
-  if hp.lr_schedule == "inverse_sqrt" and not hp.peak_learning_rate > 0:
-    raise HParamsError(f"{origin}: lr_schedule='inverse_sqrt' needs a positive "
-                       f"peak_learning_rate, got {hp.peak_learning_rate}")
-  if not 0 <= hp.cooldown_steps <= hp.train_steps:
-    raise HParamsError(f"{origin}: cooldown_steps={hp.cooldown_steps} must be in [0, "
-                       f"train_steps={hp.train_steps}]")
-  for name in ("d_k", "d_v", "decode_extra_length", "clip_norm", "alpha", "peak_learning_rate"):
-    if not getattr(hp, name) >= 0:
-      raise HParamsError(f"{origin}: {name} must be >= 0, got {getattr(hp, name)}")
-  for name in ("adam_beta1", "adam_beta2"):
-    if not 0.0 <= getattr(hp, name) < 1.0:
-      raise HParamsError(f"{origin}: {name} must be in [0, 1), got {getattr(hp, name)}")
-  if not hp.d_k and hp.d_model % hp.num_heads:
-    raise HParamsError(f"{origin}: d_model={hp.d_model} is not divisible by "
-                       f"num_heads={hp.num_heads}; set d_k and d_v explicitly")
-  if hp.subword_nbest in (0, 1) or hp.subword_nbest < -1:
-    raise HParamsError(f"{origin}: subword_nbest={hp.subword_nbest} must be -1 (all "
-                       "segmentations; BPE-dropout for BPE models) or > 1")
-  for name in ("dropout", "attention_dropout", "relu_dropout", "label_smoothing", "subword_alpha"):
-    if not 0.0 <= getattr(hp, name) < 1.0:
-      raise HParamsError(f"{origin}: {name} must be in [0, 1), got {getattr(hp, name)}")
-  return hp
+def _built(make, origin):
+  """`make()` (a new `HParams`), its error prefixed with `origin`."""
+  try:
+    return make()
+  except HParamsError as e:
+    raise HParamsError(f"{origin}: {e}") from None
 
 
 def _config_dir():
@@ -236,7 +210,7 @@ def read_set(name):
   "description" (no values merged from the parent). Raises ValueError for an unknown name."""
   path = _config_dir() / f"{name}.json"
   if not path.is_file():
-    raise ValueError(f"unknown hparam set {name!r}; registered sets are: {', '.join(list_hparams())}")
+    raise ValueError(errors.unknown("hparam set", name, list_hparams(), "registered sets are"))
   return json.loads(path.read_text(encoding="utf-8"))
 
 
@@ -244,14 +218,14 @@ def _load_raw(name_or_path, seen=()):
   """Reads a set as a dict with its parents' values merged in."""
   if name_or_path.endswith(".json") or os.sep in name_or_path:
     if not os.path.exists(name_or_path):
-      raise HParamsError(f"--hparams: file {name_or_path!r} does not exist")
+      raise HParamsError(f"`hparams`: file {name_or_path!r} does not exist")
     with open(name_or_path, encoding="utf-8") as f:
       text, origin = f.read(), name_or_path
   else:
     path = _config_dir() / f"{name_or_path}.json"
     if not path.is_file():
-      raise HParamsError(f"--hparams: unknown hparam set {name_or_path!r}; registered sets are: "
-                       f"{', '.join(list_hparams())} (or give a path to a .json file)")
+      raise HParamsError("`hparams`: " + errors.unknown("hparam set", name_or_path,
+                                                        list_hparams(), "registered sets are"))
     text, origin = path.read_text(encoding="utf-8"), f"configs/{name_or_path}.json"
   try:
     values = json.loads(text)
@@ -286,7 +260,8 @@ def _parse_value(name, text):
       return float(text)
     return text
   except ValueError:
-    raise HParamsError(f"--hparams_override: {name}={text!r} is not a valid {kind.__name__}") from None
+    raise HParamsError(f"`hparams_override`: {name}={text!r} is not a valid {kind.__name__}") \
+        from None
 
 
 def parse_overrides(overrides):
@@ -294,9 +269,9 @@ def parse_overrides(overrides):
   result = {}
   for item in filter(None, (s.strip() for s in (overrides or "").split(","))):
     if "=" not in item:
-      raise HParamsError(f"--hparams_override: {item!r} is not of the form key=value")
+      raise HParamsError(f"`hparams_override`: {item!r} is not of the form key=value")
     key, value = (s.strip() for s in item.split("=", 1))
-    _check_keys({key: None}, "--hparams_override")
+    _check_keys({key: None}, "`hparams_override`")
     result[key] = _parse_value(key, value)
   return result
 
@@ -329,4 +304,4 @@ def get_hparams(name_or_path="base", overrides="", **values):
   merged = _load_raw(name_or_path)
   merged.update(parse_overrides(overrides))
   merged.update({k: v for k, v in values.items() if v is not None})
-  return HParams.from_dict(merged, origin=f"hparams {name_or_path!r}")
+  return HParams.from_dict(merged, origin=f"hparam set {name_or_path!r}")

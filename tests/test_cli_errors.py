@@ -166,9 +166,11 @@ def test_model_dir_is_a_file(data):
 
 
 def test_debug_shows_the_traceback(data, tmp_path):
-  result = _run("train", *_train_args(data, tmp_path / "model"), "--train_steps=-5", "--debug")
+  # (A value out of its range, --train_steps=-5, is absl's flag error, before main runs.)
+  result = _run("train", *_train_args(data, tmp_path / "model"), "--best_metric=bleu",
+                "--dev_bleu_lines=0", "--debug")
   assert result.returncode != 0
-  assert b"Traceback" in result.stderr and b"--train_steps=-5" in result.stderr
+  assert b"Traceback" in result.stderr and b"--best_metric=bleu" in result.stderr
 
 
 # ---- cases that need TensorFlow (vocabulary, strategy or checkpoints) ------------------

@@ -1,5 +1,7 @@
-"""Shared command flags: decoding settings checked once (DecodeConfig) at flag parsing."""
+"""Decoding flags generated from `DecodeConfig`'s fields, range-checked at flag parsing by the
+fields' own check."""
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -7,14 +9,21 @@ import sys
 import pytest
 from absl import flags
 
+from t2t_repro import settings
+from t2t_repro.commands import config_flags
 from t2t_repro.decoding import config as decode_config
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def _define(values):
+  config_flags.define(decode_config.DecodeConfig, names=decode_config.SEARCH_FIELDS,
+                      none_defaults=True, flag_values=values)
+
+
 def test_decoding_flag_validators_use_decode_config():
   values = flags.FlagValues()
-  decode_config.define_flags(flag_values=values)
+  _define(values)
   values(["cmd", "--beam_size=2", "--alpha=0", "--max_input_length=2"])
   assert (values.beam_size, values.alpha, values.n_best) == (2, 0.0, None)
   for bad, message in (("--beam_size=0", "beam_size must be >= 1, got 0"),
@@ -24,12 +33,14 @@ def test_decoding_flag_validators_use_decode_config():
                        ("--batch_tokens=0", "batch_tokens must be >= 1"),
                        ("--n_best=0", "n_best must be >= 1")):
     values = flags.FlagValues()
-    decode_config.define_flags(flag_values=values)
+    _define(values)
     with pytest.raises(flags.IllegalFlagValueError, match=message.replace("(", r"\(")
                        .replace(")", r"\)")):
       values(["cmd", bad])
     with pytest.raises(ValueError, match=message.split(" (")[0]):
-      decode_config.check_setting(bad[2:].split("=")[0], float(bad.split("=")[1]))
+      name, value = bad[2:].split("=")
+      settings.check_value(next(f for f in dataclasses.fields(decode_config.DecodeConfig)
+                                if f.name == name), float(value))
 
 
 @pytest.mark.parametrize("args, message", [

@@ -164,7 +164,8 @@ def test_overrides_are_typed():
 
 
 @pytest.mark.parametrize("overrides,message", [
-    ("dropuot=0.3", "unknown hparam 'dropuot'; valid hparams are: adam_beta1"),
+    ("dropuot=0.3", "unknown hparam 'dropuot'; did you mean 'dropout' or 'relu_dropout'?"),
+    ("qqq=1", "unknown hparam 'qqq'; valid hparams are: adam_beta1"),
     ("num_layers=four", "num_layers='four' is not a valid int"),
     ("dropout", "is not of the form key=value"),
     ("norm_type=sideways", "norm_type='sideways' is not one of"),

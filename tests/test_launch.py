@@ -49,8 +49,9 @@ def _imports(path):
 
 
 def test_no_library_module_imports_the_commands():
-  """Only commands/ and the `python -m` entry modules (one line each) may import commands/."""
-  shims = {_PACKAGE / f"{name}.py" for name in launch.COMMANDS}
+  """Only commands/ and the `python -m` entry modules (one line each, and `__main__.py`) may
+  import commands/."""
+  shims = {_PACKAGE / f"{name}.py" for name in (*launch.COMMANDS, "__main__")}
   offenders = []
   for path in _PACKAGE.rglob("*.py"):
     if "commands" in path.relative_to(_PACKAGE).parts or path in shims:

@@ -52,14 +52,16 @@ def test_patience_stops_exactly_after_n_evaluations_without_improvement(metric, 
 
 
 def test_bad_settings_are_usage_errors(multi30k_slice, tmp_path):
-  for changes, message in (({"best_metric": "bleu", "dev_bleu_lines": 0}, "--best_metric=bleu"),
-                           ({"best_metric": "ppl"}, "--best_metric=ppl"),
-                           ({"early_stopping": 2, "eval_every_steps": 0}, "--early_stopping=2"),
-                           ({"early_stopping": 2, "best_metric": "none"}, "--early_stopping=2"),
-                           ({"early_stopping": -1}, "--early_stopping=-1"),
-                           ({"average_last": -2}, "--average_last=-2")):
+  """TrainConfig checks itself on construction and names the field (the train command
+  writes it as the flag)."""
+  for changes, message in (({"best_metric": "bleu", "dev_bleu_lines": 0}, "best_metric=bleu"),
+                           ({"best_metric": "ppl"}, "best_metric='ppl' is not one of"),
+                           ({"early_stopping": 2, "eval_every_steps": 0}, "early_stopping=2"),
+                           ({"early_stopping": 2, "best_metric": "none"}, "early_stopping=2"),
+                           ({"early_stopping": -1}, "early_stopping must be >= 0, got -1"),
+                           ({"average_last": -2}, "average_last must be >= 0, got -2")):
     with pytest.raises(errors.UsageError, match=message):
-      preflight.validate(_config(multi30k_slice, tmp_path / "m", **changes))
+      _config(multi30k_slice, tmp_path / "m", **changes)
   assert not (tmp_path / "m").exists()
 
 

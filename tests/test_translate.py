@@ -113,7 +113,7 @@ def test_max_positions_checked_at_decode_time(loaded):
   # An explicit bound that does not fit the table is refused, naming the flag.
   too_long = Translator(model, tokenizer, DecodeConfig(beam_size=1, decode_extra_length=300,
                                                        max_input_length=213))
-  with pytest.raises(ValueError, match=r"--max_input_length: 213 source tokens \+ decode_extra_length 300"):
+  with pytest.raises(ValueError, match=r"max_input_length: 213 source tokens \+ decode_extra_length 300"):
     too_long.translate(["Ja."])
   # The graph path (what the SavedModel runs) checks it too.
   inputs = tf.constant([[5] * 300 + [1]], tf.int32)

@@ -6,7 +6,8 @@ flags, errors and exit statuses:
 * the console script `t2t-<name>` (`-` for `_`; setup.cfg's `console_scripts`, checked
   against this registry by tests/test_launch.py), each `launch.main`, which runs the
   command its name gives;
-* `python -m t2t_repro.<name>`, a one-line module at the package top;
+* `python -m t2t_repro.<name>`, a one-line module at the package top, and
+  `python -m t2t_repro <name>` (`t2t_repro/__main__.py`, `launch.package_main`);
 * `python tools/<name>.py` for the tools the README shows (`average`, `parse`,
   `plot_attention`).
 

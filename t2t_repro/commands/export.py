@@ -12,7 +12,7 @@ import os
 from absl import flags
 
 from t2t_repro import errors
-from t2t_repro.commands import shared_flags
+from t2t_repro.commands import config_flags, shared_flags
 from t2t_repro.decoding import config as decode_config
 from t2t_repro.serving import QUANTIZATIONS
 
@@ -25,16 +25,16 @@ def define_flags():
   flags.DEFINE_string("export_dir", None, "Output folder of the SavedModel, e.g. "
                       "/models/transformer/1 for TensorFlow Serving.")
   flags.mark_flag_as_required("export_dir")
-  decode_config.define_flags(
+  config_flags.define(
+      decode_config.DecodeConfig,
       names=("beam_size", "alpha", "decode_extra_length", "batch_tokens", "n_best"),
+      none_defaults=True,
       help_overrides={"batch_tokens": "SavedModel: source tokens (padding included) per chunk "
                                       "the serving graph decodes at once (default: 4096).",
                       "n_best": "SavedModel: hypotheses per sentence of the translate_nbest "
                                 "signature (default: the beam size)."})
-  flags.adopt_module_key_flags(decode_config)  # --help lists the decoding flags
   flags.DEFINE_bool("overwrite", False, "Write into a non-empty --export_dir.")
-  flags.DEFINE_enum("inference_dtype", "float32", ["float32", "bfloat16"],
-                    "SavedModel: compute type of the model's matmuls (see translate).")
+  shared_flags.define_inference_dtype()
   flags.DEFINE_enum("format", "saved_model", ["saved_model", "ctranslate2"],
                     "saved_model: a TensorFlow SavedModel that translates text; ctranslate2: a "
                     "CTranslate2 model directory (needs the ctranslate2 extra).")

@@ -54,7 +54,7 @@ def _list_in_help(command_module):
 
 
 # Modules whose define functions the commands call (their flags are the command's own).
-_SHARED_FLAG_MODULES = ("t2t_repro.commands.shared_flags", "t2t_repro.decoding.config")
+_SHARED_FLAG_MODULES = ("t2t_repro.commands.shared_flags", "t2t_repro.commands.config_flags")
 
 
 def launch(name):
@@ -75,6 +75,26 @@ def main():
     sys.exit(f"{script}: not a t2t_repro command; commands: "
              f"{', '.join(console_script(n) for n in COMMANDS)}")
   launch(name)
+
+
+def package_main(argv=None):
+  """Entry point of `python -m t2t_repro <command> [flags]` (`t2t_repro/__main__.py`):
+  launches the command the first argument names ("plot_attention" or "plot-attention").
+  Without one, or with an unknown one, prints the commands on stderr and exits 2;
+  `--help` prints them on stdout (exit 0)."""
+  argv = sys.argv if argv is None else argv
+  name = argv[1].replace("-", "_") if len(argv) > 1 else None
+  if name in COMMANDS:
+    sys.argv = [name, *argv[2:]]
+    launch(name)
+  usage = (f"usage: python -m t2t_repro <command> [flags]  (<command> --help: its flags)\n"
+           f"commands: {', '.join(COMMANDS)}")
+  if len(argv) > 1 and argv[1] in ("-h", "--help", "help"):
+    print(usage)
+    sys.exit(0)
+  problem = f"unknown command {argv[1]!r}" if len(argv) > 1 else "no command given"
+  sys.stderr.write(f"t2t_repro: error: {problem}\n{usage}\n")
+  sys.exit(2)
 
 
 def command_of_script(script):

@@ -53,7 +53,7 @@ import time
 from absl import flags
 
 from t2t_repro import errors, fileio
-from t2t_repro.commands import shared_flags
+from t2t_repro.commands import config_flags, shared_flags
 from t2t_repro.decoding import config as decode_config
 from t2t_repro.parsing import evalb, pipeline, prepare
 
@@ -144,8 +144,10 @@ def _define_decode_flags():
   """The flags of --mode=decode (and of train's decoding at the end)."""
   flags.DEFINE_list("decode_splits", ["test", "dev"],
                     "train, decode: splits of DATA_DIR to decode and score.")
-  decode_config.define_flags(
-      names=("beam_size", "alpha", "decode_extra_length", "batch_tokens"), help_overrides={
+  config_flags.define(
+      decode_config.DecodeConfig,
+      names=("beam_size", "alpha", "decode_extra_length", "batch_tokens"),
+      none_defaults=True, help_overrides={
           "beam_size": "decode: beam width (default: hparams, 21 in parsing*).",
           "alpha": "decode: length-penalty exponent (default: hparams, 0.3).",
           "decode_extra_length": "decode: max output length = input length + this "
@@ -153,7 +155,6 @@ def _define_decode_flags():
           "batch_tokens": "decode: padded source pieces per beam-search batch, rows x "
                           "padded length (default 1024; each row has beam_size "
                           "hypotheses)."})
-  flags.adopt_module_key_flags(decode_config)  # --help lists the decoding flags
   flags.DEFINE_list("alphas", [],
                     "train, decode: alpha values to choose from on dev (dev is decoded once "
                     "per value, every split is scored with the best dev F1); empty: --alpha.")

@@ -5,7 +5,7 @@
 from absl import flags
 
 from t2t_repro import errors
-from t2t_repro.commands import shared_flags
+from t2t_repro.commands import config_flags, shared_flags
 from t2t_repro.decoding import attention_plot
 from t2t_repro.decoding import config as decode_config
 
@@ -21,8 +21,8 @@ def define_flags():
   flags.DEFINE_integer("layer", -1, "Layer, from 0 (-1: last).")
   flags.DEFINE_integer("head", 0, "Head, from 0 (-1: all heads side by side).")
   flags.DEFINE_string("output_dir", ".", "Folder for the PNGs.")
-  decode_config.define_flags(names=("beam_size", "alpha", "decode_extra_length"))
-  flags.adopt_module_key_flags(decode_config)  # --help lists the decoding flags
+  config_flags.define(decode_config.DecodeConfig,
+                      names=("beam_size", "alpha", "decode_extra_length"), none_defaults=True)
 
 
 def main(argv):
@@ -33,7 +33,10 @@ def main(argv):
   try:
     paths = attention_plot.plot_attention(
         model, tokenizer, FLAGS.source, FLAGS.output_dir, target=FLAGS.target, layer=FLAGS.layer,
-        head=FLAGS.head, config=decode_config.DecodeConfig.from_flags(hparams, FLAGS))
+        head=FLAGS.head, config=decode_config.DecodeConfig.resolve(
+            hparams, **config_flags.values(decode_config.DecodeConfig)))
+  except errors.UsageError:
+    raise
   except ValueError as e:
     raise errors.UsageError(str(e)) from None
   for path in paths.values():

@@ -29,15 +29,25 @@ flags.DEFINE_bool("debug", False, "Print the Python traceback of a user error be
 
 
 def _describe(error):
-  """(exit status, one-line message) of a user error, or None for a bug."""
+  """(exit status, one-line message) of a user error, or None for a bug. A setting the
+  message names (`errors.SETTING_MARK`) is written as the command's flag, --name."""
   if isinstance(error, (app.UsageError, flags.Error)):
     return errors.USAGE_EXIT, str(error)
-  return errors.describe(error)
+  return errors.describe(error, setting_name=_flag_name)
+
+
+def _flag_name(name):
+  """--name for a flag of the command, else the plain name (a setting it has no flag of)."""
+  return f"--{name}" if name in flags.FLAGS else name
 
 
 def _command_name():
   name = os.path.basename(sys.argv[0] or "t2t_repro")
   return name[:-3] if name.endswith(".py") else name
+
+
+# absl's flags that print help (the help asked for is a success: exit 0, not absl's 1).
+_HELP_FLAGS = ("-h", "-?", "--help", "--helpshort", "--helpfull", "--helpxml")
 
 
 class _Failed(Exception):
@@ -64,6 +74,10 @@ def run(main, command=None):
       return flags.FLAGS(argv)
     except flags.Error as e:
       raise _Failed(errors.USAGE_EXIT, e) from None
+    except SystemExit as done:  # absl's help flags print the help, then exit 1
+      if done.code == 1 and any(arg.split("=")[0] in _HELP_FLAGS for arg in argv[1:]):
+        raise SystemExit(0) from None
+      raise
 
   def checked_main(argv):
     try:

@@ -32,7 +32,7 @@ from absl import flags
 from absl import logging
 
 from t2t_repro import errors, fileio, logs, streaming
-from t2t_repro.commands import shared_flags
+from t2t_repro.commands import config_flags, shared_flags
 from t2t_repro.decoding import config as decode_config
 
 FLAGS = flags.FLAGS
@@ -47,7 +47,8 @@ def define_flags():
   flags.DEFINE_bool("normalized", False, "Also write log P(Y|X) / lp(|Y|) (GNMT length penalty "
                     "with --alpha).")
   flags.DEFINE_bool("per_piece", False, "Also write the log-probability of every target piece.")
-  decode_config.define_flags(names=("alpha", "batch_tokens"))
+  config_flags.define(decode_config.DecodeConfig, names=("alpha", "batch_tokens"),
+                      none_defaults=True)
   flags.mark_flags_as_required(["src", "tgt"])
 
 
@@ -112,7 +113,8 @@ def main(argv):
   from t2t_repro.decoding import loading, scoring  # pylint: disable=import-outside-toplevel
   model, hparams, tokenizer, _ = loading.load_models(
       loading.split_names(FLAGS.model_dir), loading.split_names(FLAGS.checkpoint_path))
-  config = decode_config.DecodeConfig.from_flags(hparams, FLAGS)
+  config = decode_config.DecodeConfig.resolve(
+      hparams, **config_flags.values(decode_config.DecodeConfig))
   started = time.monotonic()
   scorer = scoring.Scorer(model, config.batch_tokens)
   normalize = lambda total, length: scoring.normalized(total, length, config.alpha)

@@ -1,7 +1,8 @@
-"""Flags that several commands take, defined here once: --model_dir and --checkpoint_path.
+"""Flags that several commands take, defined here once: --model_dir, --checkpoint_path and
+--inference_dtype.
 
-The decoding flags (--beam_size, --alpha, ...) are `t2t_repro.decoding.config.define_flags`,
-validated by `DecodeConfig`'s own range checks. Checks run when absl parses the command
+The decoding flags (--beam_size, --alpha, ...) are generated from `DecodeConfig`'s fields
+(`config_flags.define`), validated by their own range checks. Checks run when absl parses the command
 line, so a bad value is a one-line usage error (exit 2, `t2t_repro.commands.runner`) before anything
 is loaded.
 """
@@ -9,6 +10,8 @@ is loaded.
 import os
 
 from absl import flags
+
+from t2t_repro.decoding import config as decode_config
 
 MODEL_DIR_HELP = "Model directory (hparams.json, vocab.model, checkpoints)."
 
@@ -47,3 +50,11 @@ def define_ensemble_flags(verb):
   define_checkpoint_path("Checkpoint prefix (default: latest of --model_dir); several, "
                          "comma-separated, form an ensemble (with one --model_dir, or one per "
                          "model dir).")
+
+
+def define_inference_dtype():
+  """Defines --inference_dtype (translate, export): `decoding.loading.load_for_inference`'s
+  compute type."""
+  flags.DEFINE_enum("inference_dtype", "float32", list(decode_config.INFERENCE_DTYPES),
+                    "Compute type of the model's matmuls while decoding (bfloat16: float32 "
+                    "weights, softmax, LayerNorm and logits; faster on CPUs with AVX512-BF16/AMX).")

@@ -39,47 +39,32 @@ This command only defines the flags, generated from the fields of
 is `training.api.train(config)`, which a library caller uses directly.
 """
 
-import dataclasses
-
 from absl import flags
 
 from t2t_repro import errors
 from t2t_repro import hparams as hparams_lib
+from t2t_repro.commands import config_flags
 from t2t_repro.data.problems import list_problems
 from t2t_repro.training.api import train
-from t2t_repro.training.config import TrainConfig, field_kind
+from t2t_repro.training.config import TrainConfig
 
 FLAGS = flags.FLAGS
 
 
 def define_flags():
-  """One flag per `TrainConfig` field, generated from it (name, type, default, help,
-  choices), and --list_hparams."""
-  extra_help = {
+  """One flag per `TrainConfig` field, generated from it (`config_flags.define`: name, type,
+  default, help, choices, range), and --list_hparams."""
+  config_flags.define(TrainConfig, extra_help={
       "hparams": f" Sets (configs/, --list_hparams describes them): "
                  f"{', '.join(hparams_lib.list_hparams())}.",
-      "problem": f" One of: {', '.join(list_problems())}."}
-  for field in dataclasses.fields(TrainConfig):
-    name, default = field.name, field.default
-    help_text = field.metadata["help"] + extra_help.get(name, "")
-    kind = field_kind(field)
-    if "choices" in field.metadata:
-      flags.DEFINE_enum(name, default, list(field.metadata["choices"]), help_text)
-    elif kind is bool:
-      flags.DEFINE_bool(name, default, help_text)
-    elif kind is int:
-      flags.DEFINE_integer(name, default, help_text)
-    elif kind is float:
-      flags.DEFINE_float(name, default, help_text)
-    else:
-      flags.DEFINE_string(name, default, help_text)
+      "problem": f" One of: {', '.join(list_problems())}."})
   flags.DEFINE_bool("list_hparams", False, "Print every hparam set with its parent and "
                     "description, then exit.")
 
 
 def config_from_flags():
   """The `TrainConfig` of the parsed flags (one flag per field, same name)."""
-  return TrainConfig(**{f.name: getattr(FLAGS, f.name) for f in dataclasses.fields(TrainConfig)})
+  return TrainConfig(**config_flags.values(TrainConfig))
 
 
 def describe_hparams():

@@ -62,7 +62,7 @@ from absl import flags
 from absl import logging
 
 from t2t_repro import errors, evaluation, fileio, logs, streaming
-from t2t_repro.commands import shared_flags
+from t2t_repro.commands import config_flags, shared_flags
 from t2t_repro.decoding import config as decode_config
 
 FLAGS = flags.FLAGS
@@ -72,14 +72,13 @@ def define_flags():
   shared_flags.define_ensemble_flags("decode")
   flags.DEFINE_string("input_file", None, "Source sentences, one per line (default: stdin).")
   flags.DEFINE_string("output_file", None, "Translations (default: stdout).")
-  decode_config.define_flags(names=(*decode_config.DEFAULT_FLAGS, *decode_config.SAMPLING_FLAGS),
-                             help_overrides={
-      "n_best": "Write the N best as 'i<TAB>score<TAB>translation' (default: just the best "
-                "translation per line); the beam is widened to N if smaller."})
-  flags.adopt_module_key_flags(decode_config)  # --help lists the decoding flags
-  flags.DEFINE_enum("inference_dtype", "float32", ["float32", "bfloat16"],
-                    "Compute type of the model's matmuls while decoding (bfloat16: float32 "
-                    "weights, softmax, LayerNorm and logits; faster on CPUs with AVX512-BF16/AMX).")
+  config_flags.define(
+      decode_config.DecodeConfig,
+      names=(*decode_config.SEARCH_FIELDS, *decode_config.SAMPLING_FIELDS), none_defaults=True,
+      help_overrides={
+          "n_best": "Write the N best as 'i<TAB>score<TAB>translation' (default: just the best "
+                    "translation per line); the beam is widened to N if smaller."})
+  shared_flags.define_inference_dtype()
   flags.DEFINE_enum("alignments", None, list(decode_config.ALIGNMENT_KINDS),
                     "Write source-target alignments of the sentencepiece pieces (one line per "
                     "output line) to --alignment_file: hard = Pharaoh 'i-j' pairs, soft = one "
@@ -129,9 +128,12 @@ def _translator():
       loading.split_names(FLAGS.model_dir), loading.split_names(FLAGS.checkpoint_path),
       inference_dtype=FLAGS.inference_dtype)
   try:
-    config = decode_config.DecodeConfig.from_flags(hparams, FLAGS)
+    config = decode_config.DecodeConfig.resolve(
+        hparams, **config_flags.values(decode_config.DecodeConfig))
     translator = translator_lib.Translator(model, tokenizer, config)
     alignment.check_layer(model, FLAGS.alignment_layer)
+  except errors.UsageError:
+    raise
   except ValueError as e:
     raise errors.UsageError(str(e)) from None
   return translator

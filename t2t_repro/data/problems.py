@@ -34,6 +34,7 @@ import hashlib
 import os
 from collections.abc import Mapping
 
+from t2t_repro import errors
 from t2t_repro.data import text_files
 from t2t_repro.errors import MissingDataError
 
@@ -99,7 +100,7 @@ class Problem:
     if split not in self.files:
       raise MissingDataError(
           f"{self.name} has no split {split!r}; its splits are: {', '.join(self.splits) or 'none'} "
-          f"(give files for a split with --{split}_src and --{split}_tgt)")
+          f"(give files for a split with `{split}_src` and `{split}_tgt`)")
     return [tuple(self._resolve(p, split) for p in pair) for pair in self.files[split]]
 
   def source_file(self, split):
@@ -197,7 +198,7 @@ class Problem:
   def _require_data_dir(self, split):
     if self.data_dir is None:
       raise MissingDataError(
-          f"{self.name}: no data directory: pass --data_dir or set ${DATA_DIR_ENV} (split {split!r} "
+          f"{self.name}: no data directory: pass `data_dir` or set ${DATA_DIR_ENV} (split {split!r} "
           f"reads {_list_paths([p for pair in self.files[split] for p in pair])} under it)")
     return self.data_dir
 
@@ -298,8 +299,8 @@ def get_problem(name, data_dir=None, **files):
       of its two files, or different numbers of source and target files.
   """
   if name not in _REGISTRY:
-    raise ValueError(f"unknown problem {name!r}; registered problems are: "
-                     f"{', '.join(list_problems())}")
+    raise ValueError(errors.unknown("problem", name, list_problems(),
+                                    "registered problems are"))
   problem = _REGISTRY[name]
   given = {k: v for k, v in files.items() if v is not None}
   langs = {k: given.pop(k) for k in ("source_lang", "target_lang") if k in given}
@@ -320,13 +321,13 @@ def _split_overrides(given):
   for split in sorted({k[:-4] for k in given}):
     src, tgt = given.get(f"{split}_src"), given.get(f"{split}_tgt")
     if src is None or tgt is None:
-      raise ValueError(f"split {split!r}: give both --{split}_src and --{split}_tgt "
-                       f"(got only --{split}_{'src' if tgt is None else 'tgt'})")
+      raise errors.UsageError(f"split {split!r}: give both `{split}_src` and `{split}_tgt` "
+                              f"(got only `{split}_{'src' if tgt is None else 'tgt'}`)")
     sources, targets = _expand_files(src), _expand_files(tgt)
     if len(sources) != len(targets):
-      raise ValueError(f"split {split!r}: --{split}_src={src} names {len(sources)} files but "
-                       f"--{split}_tgt={tgt} names {len(targets)}; give aligned shards in the same "
-                       "order")
+      raise errors.UsageError(
+          f"split {split!r}: `{split}_src`={src} names {len(sources)} files but `{split}_tgt`="
+          f"{tgt} names {len(targets)}; give aligned shards in the same order")
     overrides[split] = tuple(zip(sources, targets))
   return overrides
 

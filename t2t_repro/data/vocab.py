@@ -198,7 +198,7 @@ def get_or_learn_vocab(problem, vocab_size=None, cache_dir=None, input_sentence_
   cache_dir = cache_dir or problem.data_dir
   if cache_dir is None:
     raise ValueError(f"{problem.name}: no folder for the vocabulary cache: give cache_dir "
-                     "(--vocab_dir) or a data dir")
+                     "(`vocab_dir`) or a data dir")
   path = vocab_path(problem, vocab_size, cache_dir, lowercase)
   if os.path.exists(path):
     return path

@@ -42,7 +42,7 @@ def check_layer(model, layer):
   """
   for member in _members(model):
     if not -member.num_layers <= layer < member.num_layers:
-      raise ValueError(f"--alignment_layer={layer}: the model has {member.num_layers} "
+      raise ValueError(f"`alignment_layer`={layer}: the model has {member.num_layers} "
                        f"decoder layers (0..{member.num_layers - 1}, or -1 for the last)")
   return layer
 

@@ -94,9 +94,9 @@ def plot_attention(model, tokenizer, source, output_dir, target=None, layer=-1, 
     raise ValueError("the source sentence is empty")
   num_layers = model.num_layers
   if not -num_layers <= layer < num_layers:
-    raise ValueError(f"--layer={layer} is out of range for {num_layers} layers")
+    raise ValueError(f"`layer`={layer} is out of range for {num_layers} layers")
   if not -1 <= head < model.num_heads:
-    raise ValueError(f"--head={head} is out of range for {model.num_heads} heads (-1: all)")
+    raise ValueError(f"`head`={head} is out of range for {model.num_heads} heads (-1: all)")
   layer %= num_layers
   if target is None:
     best = Translator(model, tokenizer, config).nbest([source], return_ids=True)[0][0]

@@ -21,13 +21,12 @@ import tensorflow as tf
 
 from t2t_repro.data.vocab import Tokenizer
 from t2t_repro import errors
+from t2t_repro.decoding.config import INFERENCE_DTYPES
 from t2t_repro.decoding.ensemble import Ensemble
 from t2t_repro.hparams import HParams
 from t2t_repro.model_dir import ModelDir
 from t2t_repro.model.transformer import Transformer
 from t2t_repro.model.weights import restore_weights
-
-INFERENCE_DTYPES = ("float32", "bfloat16")
 
 
 def load_for_inference(model_dir, checkpoint_path=None, inference_dtype="float32"):
@@ -99,13 +98,13 @@ def members(model_dirs, checkpoint_paths=()):
   """
   model_dirs, checkpoint_paths = list(model_dirs), list(checkpoint_paths)
   if not model_dirs:
-    raise EnsembleError("--model_dir is required")
+    raise EnsembleError("`model_dir` is required")
   if not checkpoint_paths:
     return [(d, None) for d in model_dirs]
   if len(model_dirs) == 1:
     return [(model_dirs[0], c) for c in checkpoint_paths]
   if len(model_dirs) != len(checkpoint_paths):
-    raise EnsembleError(f"--model_dir has {len(model_dirs)} names and --checkpoint_path "
+    raise EnsembleError(f"`model_dir` has {len(model_dirs)} names and `checkpoint_path` "
                      f"{len(checkpoint_paths)}: give one model dir, or one per checkpoint")
   return list(zip(model_dirs, checkpoint_paths))
 

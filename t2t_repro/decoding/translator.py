@@ -153,7 +153,7 @@ class Translator:
     if cfg.max_input_length is None:
       return self.model.max_positions - cfg.decode_extra_length
     check_positions(self.model.max_positions, cfg.max_input_length, cfg.decode_extra_length,
-                    where="--max_input_length")
+                    where="`max_input_length`")
     return cfg.max_input_length
 
   def bound_lengths(self, ids, line_numbers):

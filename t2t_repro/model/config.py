@@ -9,7 +9,8 @@ vocabulary). A new model hyperparameter is one `HParams` field and its name here
 
 import dataclasses
 
-from t2t_repro.hparams import HParams, check_choices
+from t2t_repro import settings
+from t2t_repro.hparams import HParams
 
 MODEL_FIELDS = ("vocab_size", "num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v",
                 "dropout", "attention_dropout", "relu_dropout", "norm_type",
@@ -23,11 +24,12 @@ class _ModelConfigBase:
   d_k and d_v of 0 mean d_model // num_heads and are resolved on construction.
 
   Raises:
-    ValueError: a norm_type, position_encoding or attention_init outside its choices.
+    ValueError: a field outside its choices or range (`settings.check`), e.g. a norm_type
+      other than post or pre.
   """
 
   def __post_init__(self):
-    check_choices(self, type(self).__name__)
+    settings.check(self)
     object.__setattr__(self, "d_k", self.d_k or self.d_model // self.num_heads)
     object.__setattr__(self, "d_v", self.d_v or self.d_model // self.num_heads)
 

@@ -175,7 +175,7 @@ def train_config(model_dir, data_dir, *, hparams="parsing_small",
   try:
     return with_args(config, extra)
   except ValueError as e:
-    raise errors.UsageError(f"--train_flags: {e}") from None
+    raise errors.UsageError(f"`train_flags`: {e}") from None
 
 
 def update_json(path, values):

@@ -180,9 +180,9 @@ def parse_splits(items):
       name, span = item.split("=")
       first, last = (int(x) for x in span.split("-"))
     except ValueError:
-      raise ValueError(f"--splits: {item!r} is not NAME=FIRST-LAST") from None
+      raise ValueError(f"`splits`: {item!r} is not NAME=FIRST-LAST") from None
     if first > last:
-      raise ValueError(f"--splits: {item!r}: FIRST > LAST")
+      raise ValueError(f"`splits`: {item!r}: FIRST > LAST")
     splits[name] = (first, last)
   return splits
 
@@ -202,7 +202,7 @@ def read_data_stats(data_dir):
   path = os.path.join(data_dir, "stats.json")
   if not os.path.exists(path):
     raise errors.MissingDataError(f"{path}: file does not exist (run tools/parse.py "
-                                  "--mode=prepare or --mode=train)")
+                                  "`mode`=prepare or `mode`=train)")
   with open(path, encoding="utf-8") as f:
     stats = json.load(f)
   train = stats.get("splits", {}).get("train", {})
@@ -210,5 +210,5 @@ def read_data_stats(data_dir):
       "splits.train." + k for k in ("max_depth", "max_open_run") if k not in train]
   if missing:
     raise ValueError(f"{path} lacks {', '.join(missing)}: written by an older "
-                     "prepare; run tools/parse.py --mode=prepare into that folder again")
+                     "prepare; run tools/parse.py with `mode`=prepare into that folder again")
   return stats

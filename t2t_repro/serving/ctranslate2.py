@@ -220,15 +220,15 @@ def export_ctranslate2(model_dir, output_dir, checkpoint_path=None, quantization
   if quantization is not None and quantization not in QUANTIZATIONS:
     raise ValueError(f"unknown quantization {quantization!r}; one of {', '.join(QUANTIZATIONS)}")
   if os.path.isdir(output_dir) and os.listdir(output_dir) and not overwrite:
-    raise FileExistsError(f"output dir {output_dir} is not empty (use --overwrite)")
+    raise FileExistsError(f"output dir {output_dir} is not empty (use `overwrite`)")
   from t2t_repro.decoding.loading import load_for_inference  # pylint: disable=import-outside-toplevel
   if ModelDir(model_dir).read_hparams().position_encoding == "relative":
     raise ValueError(f"{model_dir} uses relative position representations (position_encoding="
                      "relative), which this CTranslate2 export does not convert; serve it with "
-                     "the SavedModel (--format=saved_model)")
+                     "the SavedModel (`format`=saved_model)")
   _require_ctranslate2()  # before anything is written
   if quantization in ("bfloat16", "int8_bfloat16") and importlib.util.find_spec("torch") is None:
-    raise ImportError(f"CTranslate2's converter needs torch for --quantization={quantization} "
+    raise ImportError(f"CTranslate2's converter needs torch for `quantization`={quantization} "
                       "(pip install torch), or choose int8 / int8_float32 / float16")
   import sentencepiece as spm  # pylint: disable=import-outside-toplevel
   model, hparams, tokenizer = load_for_inference(model_dir, checkpoint_path)

@@ -240,7 +240,7 @@ def export_model(model_dir, export_dir, checkpoint_path=None, beam_size=None, al
   """
   from t2t_repro.decoding.loading import load_for_inference  # pylint: disable=import-outside-toplevel
   if tf.io.gfile.exists(export_dir) and tf.io.gfile.listdir(export_dir) and not overwrite:
-    raise FileExistsError(f"export dir {export_dir} is not empty (use --overwrite)")
+    raise FileExistsError(f"export dir {export_dir} is not empty (use `overwrite`)")
   model, hparams, tokenizer = load_for_inference(model_dir, checkpoint_path, inference_dtype)
   config = decode_config.DecodeConfig.resolve(hparams, beam_size=beam_size, alpha=alpha,
                                                decode_extra_length=decode_extra_length,

@@ -34,7 +34,7 @@ def _make_strategy(config):
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration()] * config.num_cpu_replicas)
   try:
-    return trainer_lib.make_strategy(config.distribution, config.num_gpus)
+    return trainer_lib.make_strategy(config.strategy, config.num_gpus)
   except ValueError as e:
     raise errors.UsageError(str(e)) from None
 

@@ -34,9 +34,9 @@ def last_checkpoints(model_dir, num_last):
     raise FileNotFoundError(f"no 'checkpoint' state file in {model_dir}")
   paths = list(state.all_model_checkpoint_paths)
   if len(paths) < num_last:
-    raise ValueError(f"{model_dir} lists {len(paths)} checkpoints, fewer than --num_last="
+    raise ValueError(f"{model_dir} lists {len(paths)} checkpoints, fewer than `num_last`="
                      f"{num_last}: {[os.path.basename(p) for p in paths]}; average those with "
-                     f"--num_last={len(paths)}, or train with a smaller --save_checkpoints_steps "
+                     f"`num_last`={len(paths)}, or train with a smaller `save_checkpoints_steps` "
                      "to keep more")
   paths = paths[-num_last:]
   for path in paths:
@@ -65,9 +65,9 @@ def _check_output_dir(output_dir, source_dirs):
   real = os.path.realpath(output_dir)
   for source in source_dirs:
     if real == os.path.realpath(source):
-      raise ValueError(f"--output_dir {output_dir} is a source folder; choose a new folder")
+      raise ValueError(f"`output_dir` {output_dir} is a source folder; choose a new folder")
   if os.path.exists(output_dir) and os.listdir(output_dir):
-    raise ValueError(f"--output_dir {output_dir} exists and is not empty")
+    raise ValueError(f"`output_dir` {output_dir} exists and is not empty")
 
 
 def average_weights(checkpoints, hparams):

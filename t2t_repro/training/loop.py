@@ -164,8 +164,8 @@ def run(trainer, problem, tokenizer, config, *, data_cache_dir=None, before_trai
     dev = problem.text_pairs("dev") if config.eval_every_steps else None
     if dev is not None and not len(dev):
       raise DataError(f"the dev files have no line pair with text on both sides ({dev.origin}, "
-                      f"{dev.dropped_empty} empty pairs): give other --dev_src/--dev_tgt, or "
-                      "--eval_every_steps=0 to train without dev evaluation")
+                      f"{dev.dropped_empty} empty pairs): give other `dev_src`/`dev_tgt`, or "
+                      "`eval_every_steps`=0 to train without dev evaluation")
     if dev:
       _warn_long(dev, tokenizer, hp.max_length)
     if trainer.chief:
@@ -216,7 +216,7 @@ def _check_train(train, tokenizer, max_length):
     raise DataError(f"all {too_long} training pairs{scope} of {train.origin} are longer than "
                     f"max_length={max_length} tokens (the shortest has {min(lengths)} tokens, "
                     "EOS included), so training would drop every one; raise it with "
-                    "--hparams_override=max_length=N")
+                    "`hparams_override`=max_length=N")
 
 
 class _Run:

@@ -1,8 +1,10 @@
 """Everything a training run checks and prepares before its first write to the model dir
-(docs/RELIABILITY.md): settings, hparams, data files, a resume's hparams and update
-settings, the vocabulary; then the atomic write of the model dir's files.
+(docs/RELIABILITY.md): the model dir, hparams, data files, a resume's hparams and update
+settings, the vocabulary; then the atomic write of the model dir's files. `TrainConfig`
+checks its own fields and their combinations.
 
-The messages name the train command's flags (a `TrainConfig` field has the flag's name).
+The messages name the `TrainConfig` fields between backticks (`errors.SETTING_MARK`): the
+train command writes them as its flags.
 """
 
 import dataclasses
@@ -18,62 +20,42 @@ from t2t_repro import errors
 from t2t_repro import fileio
 from t2t_repro import hparams as hparams_lib
 from t2t_repro.model_dir import ModelDir
-from t2t_repro.training.config import BEST_METRICS, DISTRIBUTIONS, FIELD_MINIMUM, MIXED_PRECISIONS
 
 # Settings that define one optimizer update; a resume that changes them is refused.
 UPDATE_SETTINGS = ("accum_steps", "batch_tokens", "replicas", "mixed_precision", "ema_decay")
 
 
-def _check_choices(config):
-  """The enumerated settings and the early-stopping combination."""
-  for name, choices in (("distribution", DISTRIBUTIONS), ("mixed_precision", MIXED_PRECISIONS),
-                        ("best_metric", BEST_METRICS)):
-    if getattr(config, name) not in choices:
-      raise errors.UsageError(f"--{name}={getattr(config, name)}: must be one of {', '.join(choices)}")
-  if not 0 <= config.ema_decay < 1:
-    raise errors.UsageError(f"--ema_decay={config.ema_decay}: must be in [0, 1) (0: off)")
-  if config.best_metric == "bleu" and not config.dev_bleu_lines:
-    raise errors.UsageError("--best_metric=bleu needs the dev BLEU: set --dev_bleu_lines > 0")
-  if config.early_stopping and (config.best_metric == "none" or not config.eval_every_steps):
-    raise errors.UsageError(f"--early_stopping={config.early_stopping} needs dev evaluations "
-                         "(--eval_every_steps > 0) and --best_metric=loss or bleu")
-
-
 def validate(config):
-  """Checks every setting of `config`, the hparams and the problem name; reads and writes
+  """Checks what `TrainConfig` cannot check itself (its fields and their combinations it
+  checks on construction): the model dir, the hparams and the problem; reads and writes
   nothing.
 
   Returns:
     (HParams, data.problems.Problem).
 
   Raises:
-    errors.UsageError: the message names the flag.
+    errors.UsageError: the message names the settings.
   """
   from t2t_repro.data import problems  # pylint: disable=import-outside-toplevel
   if not config.model_dir:
-    raise errors.UsageError("--model_dir is required")
+    raise errors.UsageError("`model_dir` is required")
   if os.path.exists(config.model_dir) and not os.path.isdir(config.model_dir):
-    raise errors.UsageError(f"--model_dir={config.model_dir} is a file, not a folder")
-  for name, minimum in FIELD_MINIMUM.items():
-    value = getattr(config, name)
-    if value is not None and value < minimum:
-      raise errors.UsageError(f"--{name}={value}: must be >= {minimum}")
-  _check_choices(config)
+    raise errors.UsageError(f"`model_dir`={config.model_dir} is a file, not a folder")
   try:
     hp = hparams_lib.get_hparams(config.hparams, config.hparams_override,
                                  train_steps=config.train_steps, batch_tokens=config.batch_tokens)
   except ValueError as e:
-    message = str(e)
-    raise errors.UsageError(message if message.startswith("--") else
-                            f"--hparams={config.hparams} --hparams_override="
-                            f"{config.hparams_override}: {message}")
+    message = errors.marked(e)
+    raise errors.UsageError(message if message.startswith("`hparams") else
+                            f"`hparams`={config.hparams} `hparams_override`="
+                            f"{config.hparams_override}: {message}") from None
   if hp.batch_tokens < hp.max_length:
-    raise errors.UsageError(f"--batch_tokens={hp.batch_tokens} is below max_length={hp.max_length}: "
-                         "one example of the longest bucket must fit a batch")
+    raise errors.UsageError(f"`batch_tokens`={hp.batch_tokens} is below max_length="
+                            f"{hp.max_length}: one example of the longest bucket must fit a batch")
   try:
     problem = problems.get_problem(config.problem, config.data_dir, **config.split_files())
   except ValueError as e:
-    raise errors.UsageError(f"--problem={config.problem}: {e}")
+    raise errors.UsageError(f"`problem`={config.problem}: {errors.marked(e)}") from None
   return hp, problem
 
 
@@ -90,7 +72,7 @@ def check_data_files(config, problem):
     for path in paths:
       if os.path.isdir(path):
         raise errors.DataError(f"{path} is a directory, not a text file ({split} split of "
-                            f"--problem={problem.name})")
+                            f"problem {problem.name})")
     missing = [p for p in paths if not os.path.exists(p)]
     if missing:
       if split == "train" and problem.tfds_name and "train" not in problem.overridden:
@@ -115,8 +97,8 @@ def check_model_dir(model_dir, hp):
                    if saved[k] != v and k not in ("train_steps", "description", "batch_tokens"))
   if changed:
     diffs = ", ".join(f"{k}: saved {saved[k]!r} vs flags {hp.to_dict()[k]!r}" for k in changed)
-    raise errors.UsageError(f"--model_dir={model_dir} holds a run with other hparams ({diffs}); "
-                         "use a new --model_dir or the same --hparams/--hparams_override")
+    raise errors.UsageError(f"`model_dir`={model_dir} holds a run with other hparams ({diffs}); "
+                            "use a new `model_dir` or the same `hparams`/`hparams_override`")
 
 
 def saved_update_settings(model_dir):
@@ -150,10 +132,10 @@ def check_update_settings(config, update):
     return []
   diffs = ", ".join(f"{k}: saved {saved[k]!r} vs now {update[k]!r}" for k in changed)
   if not config.allow_update_change:
-    raise errors.UsageError(f"--model_dir={model_dir} was trained with other update settings "
-                         f"({diffs}); resuming would change the optimizer update. Use the same "
-                         "settings, or --allow_update_change to resume anyway")
-  logging.warning("--allow_update_change: resuming %s with changed update settings: %s",
+    raise errors.UsageError(f"`model_dir`={model_dir} was trained with other update settings "
+                            f"({diffs}); resuming would change the optimizer update. Use the "
+                            "same settings, or `allow_update_change` to resume anyway")
+  logging.warning("allow_update_change: resuming %s with changed update settings: %s",
                   model_dir, diffs)
   return changed
 
@@ -166,8 +148,9 @@ def restore_checked(trainer, model_dir):
     return trainer.restore()
   except (ValueError, AssertionError, tf.errors.OpError) as e:
     reason = str(e).strip().splitlines()[0][:300]
-    raise errors.UsageError(f"--model_dir={model_dir} holds checkpoints of another model ({reason}); "
-                         "use a new --model_dir or the hparams it was trained with") from None
+    raise errors.UsageError(f"`model_dir`={model_dir} holds checkpoints of another model "
+                            f"({reason}); use a new `model_dir` or the hparams it was trained "
+                            "with") from None
 
 
 # HParams that decide the shapes of a model's weights: an --init_from source must match them.
@@ -196,31 +179,38 @@ def check_init_from(config, hp, problem):
     return None
   from t2t_repro.data import vocab as vocab_lib  # pylint: disable=import-outside-toplevel
   source = config.init_from.rstrip("/")
-  source_dir, checkpoint = (source, None) if os.path.isdir(source) else (os.path.dirname(source),
-                                                                        source)
+  if os.path.isdir(source):
+    source_dir, checkpoint = source, None
+  elif os.path.exists(f"{source}.index"):
+    source_dir, checkpoint = os.path.dirname(source), source
+  else:
+    raise errors.UsageError(f"`init_from`={config.init_from}: {source} is neither a model dir "
+                            f"nor a checkpoint ({source}.index does not exist)")
   try:
     source_files = ModelDir(source_dir)
     source_files.check_files()
     checkpoint = source_files.resolve_checkpoint(checkpoint)
     saved = source_files.read_hparams()
   except (FileNotFoundError, ValueError) as e:
-    raise errors.UsageError(f"--init_from={config.init_from}: {e}") from None
+    raise errors.UsageError(f"`init_from`={config.init_from}: {e}") from None
   if os.path.abspath(source_dir) == os.path.abspath(config.model_dir):
-    raise errors.UsageError(f"--init_from={config.init_from} is --model_dir itself: to continue "
-                         "a run, rerun it without --init_from")
+    raise errors.UsageError(f"`init_from`={config.init_from} is `model_dir` itself: to "
+                            "continue a run, rerun it without `init_from`")
   diffs = [f"{k}: {getattr(saved, k)!r} there vs {getattr(hp, k)!r} here" for k in SHAPE_HPARAMS
            if getattr(saved, k) != getattr(hp, k)]
   if diffs:
-    raise errors.UsageError(f"--init_from={config.init_from} is a model of another shape than "
-                         f"--hparams={config.hparams} --hparams_override={config.hparams_override} "
-                         f"({'; '.join(diffs)}); give --hparams={source_dir}/hparams.json")
+    raise errors.UsageError(f"`init_from`={config.init_from} is a model of another shape than "
+                            f"`hparams`={config.hparams} `hparams_override`="
+                            f"{config.hparams_override} ({'; '.join(diffs)}); give "
+                            f"`hparams`={source_dir}/hparams.json")
   vocab = source_files.vocab_path
   if config.vocab_dir:
     cached = vocab_lib.vocab_path(problem, hp.vocab_size, config.vocab_dir, lowercase=hp.lowercase)
     if os.path.exists(cached) and _bytes(cached) != _bytes(vocab):
-      raise errors.UsageError(f"--vocab_dir={config.vocab_dir} holds another vocabulary ({cached}) "
-                           f"than --init_from={config.init_from} ({vocab}); a fine-tuned model "
-                           "keeps its source's: drop --vocab_dir or point it elsewhere")
+      raise errors.UsageError(f"`vocab_dir`={config.vocab_dir} holds another vocabulary "
+                              f"({cached}) than `init_from`={config.init_from} ({vocab}); a "
+                              "fine-tuned model keeps its source's: drop `vocab_dir` or point it "
+                              "elsewhere")
   return checkpoint, vocab
 
 
@@ -235,7 +225,7 @@ def initialize_weights(trainer, checkpoint):
   try:
     restore_weights(trainer.model, checkpoint)
   except ValueError as e:
-    raise errors.UsageError(f"--init_from: {e}") from None
+    raise errors.UsageError(f"`init_from`: {e}") from None
 
 
 def _bytes(path):
@@ -263,7 +253,7 @@ def prepare_vocab(config, problem, hp, staging_dir, init_vocab=None):
                                           lowercase=hp.lowercase)
     except ValueError as e:  # sentencepiece: too little text for vocab_size
       raise errors.DataError(f"learning a {hp.vocab_size}-piece vocabulary from the train split of "
-                          f"--problem={problem.name} failed: {e}") from None
+                          f"problem {problem.name} failed: {e}") from None
   tokenizer = vocab_lib.Tokenizer.from_file(path)
   if tokenizer.vocab_size != hp.vocab_size:
     raise errors.UsageError(f"{path} has {tokenizer.vocab_size} pieces but hparams say "

@@ -54,7 +54,7 @@ def make_strategy(distribution="auto", num_gpus=None):
   gpus = tf.config.list_logical_devices("GPU")
   if num_gpus is not None:
     if num_gpus > len(gpus):
-      raise ValueError(f"--num_gpus={num_gpus} but only {len(gpus)} GPU(s) are visible")
+      raise ValueError(f"`num_gpus`={num_gpus} but only {len(gpus)} GPU(s) are visible")
     gpus = gpus[:num_gpus]
   devices = [d.name for d in gpus] or ["/cpu:0"]
   if distribution == "auto":
@@ -64,7 +64,7 @@ def make_strategy(distribution="auto", num_gpus=None):
   if distribution == "mirrored":
     cpus = [d.name for d in tf.config.list_logical_devices("CPU")]
     return tf.distribute.MirroredStrategy(devices if gpus else cpus)
-  raise ValueError(f"--distribution={distribution!r}: expected auto, one_device, mirrored or "
+  raise ValueError(f"`distribution`={distribution!r}: expected auto, one_device, mirrored or "
                    "multi_worker")
 
 
@@ -178,9 +178,9 @@ class Trainer:
   def __init__(self, hparams, strategy, model_dir, accum_steps=1, jit_compile=False,
                mixed_precision="none", keep_checkpoint_max=20, ema_decay=0.0):
     if accum_steps < 1:
-      raise ValueError(f"--accum_steps must be >= 1, got {accum_steps}")
+      raise ValueError(f"`accum_steps` must be >= 1, got {accum_steps}")
     if mixed_precision not in ("none", "mixed_float16", "mixed_bfloat16"):
-      raise ValueError(f"--mixed_precision={mixed_precision!r}: expected none, mixed_float16 or "
+      raise ValueError(f"`mixed_precision`={mixed_precision!r}: expected none, mixed_float16 or "
                        "mixed_bfloat16")
     self.hparams = hparams
     self.strategy = strategy
@@ -291,7 +291,7 @@ class Trainer:
         raise
       checkpoints.remove_partial_checkpoints(self.manager.directory)
       raise checkpoints.DiskFullError(
-          f"--model_dir={self.model_dir}: no space left on device writing checkpoint "
+          f"`model_dir`={self.model_dir}: no space left on device writing checkpoint "
           f"ckpt-{self.step}: it needs about {self.checkpoint_bytes()} bytes, "
           f"{shutil.disk_usage(self.manager.directory).free} are free; the earlier checkpoints "
           "are intact") from None
@@ -425,7 +425,7 @@ class Trainer:
     """
     inner = getattr(self.optimizer, "inner_optimizer", self.optimizer)
     if not inner.use_ema:
-      raise ValueError("this run keeps no moving average of the weights (--ema_decay=0)")
+      raise ValueError("this run keeps no moving average of the weights (`ema_decay`=0)")
     variables = self.model.trainable_variables
     saved = [tf.identity(v) for v in variables]
     inner.finalize_variable_values(variables)

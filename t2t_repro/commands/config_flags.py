@@ -1,0 +1,107 @@
+"""The one generator of flags from config fields: `define` makes an absl flag of each field
+of `TrainConfig`, `DecodeConfig` (or any dataclass declared with `settings.setting`), and
+`values` reads them back for building the config.
+
+A field's metadata holds its help, choices and range (fairseq's convention); the flag has
+the field's name, type, default (or None: "not given", for the decoding settings the
+hparams resolve), help, choices (an enum flag) and range (a validator, so a bad value is
+absl's one-line flag error when the command line is parsed, before anything is loaded).
+A setting named in a help or error text between backticks, `beam_size`, is written as the
+flag, --beam_size (`flag_text`; the runner does the same for errors).
+
+`COMMAND_ONLY_FLAGS` lists the flags that are no config field (files, output formats,
+modes): tests/test_config_flags.py checks that every flag of every command is one or the
+other.
+"""
+
+import dataclasses
+
+from absl import flags
+
+from t2t_repro import errors
+from t2t_repro import settings
+
+# Flags of the commands that are not a field of HParams, TrainConfig or DecodeConfig: where
+# the input and output go, what to print, modes of one command.
+COMMAND_ONLY_FLAGS = frozenset({
+    # shared_flags
+    "model_dir", "checkpoint_path", "inference_dtype",
+    # train
+    "list_hparams",
+    # translate
+    "input_file", "output_file", "alignments", "alignment_layer", "alignment_file", "progress",
+    "buffer_size", "buffer_seconds", "target_prefix_file", "evaluate", "ref", "tgt_lang",
+    # evaluate, validate, score
+    "hyp", "src", "tgt", "split", "output_json", "normalized", "per_piece",
+    # export
+    "export_dir", "overwrite", "format", "quantization",
+    # summary
+    "length",
+    # average
+    "output_dir", "num_last", "checkpoints",
+    # parse
+    "mode", "ptb_dir", "gold", "test", "splits", "augment_copies", "augment_rate", "alphas",
+    "train_flags", "decode_splits", "bracket_vocab", "constrained", "leaves", "max_sentences",
+    "output", "per_sentence", "predictions", "prm", "source", "xx_tags",
+    # plot_attention
+    "target", "layer", "head",
+    # download, stats
+    "force", "source_url_base", "tfds", "throughput_epochs",
+    # Named as a TrainConfig or HParams field but defined by the command itself, with its
+    # own default or help (summary's and stats' vocab_size, parse's train_steps, ...).
+    "hparams", "hparams_override", "vocab_size", "max_length", "batch_tokens", "data_dir",
+    "problem", "seed", "train_steps", "train_minutes", "eval_every_steps", "cache_examples_mb",
+    "vocab_dir", "train_src", "train_tgt", "dev_src", "dev_tgt", "test_src", "test_tgt",
+})
+
+
+def flag_text(text, is_flag):
+  """`text` with each setting marked `name` written as --name when `is_flag(name)`, else
+  as the plain name."""
+  return errors.SETTING_MARK.sub(lambda m: f"--{m[1]}" if is_flag(m[1]) else m[1], text)
+
+
+def define(config_class, names=None, none_defaults=False, help_overrides=None,
+           extra_help=None, flag_values=flags.FLAGS):
+  """Defines one absl flag per field of `config_class`.
+
+  Args:
+    config_class: a dataclass whose fields are `settings.setting`s.
+    names: the fields to define (default: all, in field order).
+    none_defaults: every flag's default is None ("not given") instead of the field's.
+    help_overrides: {name: help} replacing a field's help for this command.
+    extra_help: {name: text} appended to a field's help.
+    flag_values: the absl FlagValues to define them in.
+  """
+  fields = {f.name: f for f in dataclasses.fields(config_class)}
+  for name in names or fields:
+    field = fields[name]
+    help_text = (help_overrides or {}).get(name, field.metadata["help"])
+    help_text = flag_text(help_text + (extra_help or {}).get(name, ""), fields.__contains__)
+    default = None if none_defaults else field.default
+    kind = settings.field_kind(field)
+    if "choices" in field.metadata:
+      flags.DEFINE_enum(name, default, list(field.metadata["choices"]), help_text,
+                        flag_values=flag_values)
+      continue
+    define_flag = {bool: flags.DEFINE_bool, int: flags.DEFINE_integer,
+                   float: flags.DEFINE_float}.get(kind, flags.DEFINE_string)
+    define_flag(name, default, help_text, flag_values=flag_values)
+    if settings.range_text(field):
+      flags.register_validator(name, _validator(field), flag_values=flag_values)
+
+
+def _validator(field):
+  def check(value):
+    try:
+      settings.check_value(field, value)
+    except ValueError as e:
+      raise flags.ValidationError(str(e)) from None
+    return True
+  return check
+
+
+def values(config_class, flag_values=flags.FLAGS):
+  """{field name: parsed flag value} of the fields of `config_class` that have a flag."""
+  return {f.name: flag_values[f.name].value for f in dataclasses.fields(config_class)
+          if f.name in flag_values}
