@@ -53,6 +53,9 @@ EMA_INFO_FILE = "ema.json"
 PARSE_DATA_DIR = "data"
 PARSE_DECODE_DIR = "decode"
 PARSE_SCORES_FILE = "parse_scores.json"
+PARSE_PREDICTIONS_FILE = "{split}.pred.tgt"  # in PARSE_DECODE_DIR: model outputs
+PARSE_TREES_FILE = "{split}.pred.tree"  # in PARSE_DECODE_DIR: delinearized trees
+PARSE_ALPHA_DIR = "alpha_{alpha:g}"  # in PARSE_DECODE_DIR: the dev outputs of one alpha
 
 
 def _gfile():

@@ -305,7 +305,8 @@ def decode_split(translator, data_dir, split, output_dir, *, max_sentences=0,
   seconds = time.monotonic() - start
   config = translator.config
   output_dir = ModelDir(output_dir)
-  tgt_name, tree_name = f"{split}.pred.tgt", f"{split}.pred.tree"
+  tgt_name = model_dir_lib.PARSE_PREDICTIONS_FILE.format(split=split)
+  tree_name = model_dir_lib.PARSE_TREES_FILE.format(split=split)
   output_dir.write_bytes(tgt_name, _lines_text(predictions))
   test, well_formed = delinearize(sources, predictions, leaves)
   output_dir.write_bytes(tree_name, _lines_text(treebank.tree_to_line(tree) for tree in test))
@@ -353,15 +354,18 @@ def choose_alpha(translator, data_dir, output_dir, alphas, *, max_sentences=0, l
   best, sweep = None, {}
   for alpha in alphas:
     translator.config = dataclasses.replace(translator.config, alpha=alpha)
-    result, info = decode_split(translator, data_dir, "dev", output_dir.subdir(f"alpha_{alpha:g}"),
-                                max_sentences=max_sentences, leaves=leaves)
+    result, info = decode_split(
+        translator, data_dir, "dev",
+        output_dir.subdir(model_dir_lib.PARSE_ALPHA_DIR.format(alpha=alpha)),
+        max_sentences=max_sentences, leaves=leaves)
     sweep[f"{alpha:g}"] = f1 = result.all.f1
     if best is None or f1 > best[0]:
       best = (f1, alpha, (result, info))
   _, alpha, (result, info) = best
   translator.config = dataclasses.replace(translator.config, alpha=alpha)
-  for key, suffix in (("predictions", "tgt"), ("trees", "tree")):
-    name = f"dev.pred.{suffix}"
+  for key, name in (("predictions", model_dir_lib.PARSE_PREDICTIONS_FILE),
+                    ("trees", model_dir_lib.PARSE_TREES_FILE)):
+    name = name.format(split="dev")
     output_dir.copy_file(info[key], name)
     info[key] = output_dir.file(name)
   return alpha, (result, info), sweep
