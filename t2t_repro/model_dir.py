@@ -1,22 +1,35 @@
-"""A model directory: the one place that knows its layout.
+"""A model directory: the one place that knows its layout, and its one writer.
 
     {path}/hparams.json        the run's `HParams` (`HParams.to_dict`)
     {path}/flags.json          the training settings (`TrainConfig` as a dict), "time", "replicas"
     {path}/vocab.model         the sentencepiece model (shared source/target vocabulary)
     {path}/corpus.*.json       validation records of the training text (`data.corpus`)
     {path}/checkpoint, ckpt-N.index, ckpt-N.data-*   TensorFlow checkpoints (CheckpointManager)
+    {path}/train/, dev/        TensorBoard events of training and of dev evaluation
+    {path}/early_stopping.json the patience counter (`training.best`)
     {path}/best/, averaged/, ema/                     complete model dirs of their own
                                                       (`BEST_DIR`, `AVERAGED_DIR`, `EMA_DIR`)
+                                                      with best.json / averaged.json / ema.json
+    {path}/data/, decode/, parse_scores.json          the parsing command's data, outputs, scores
 
-`FILES` (hparams.json, vocab.model, flags.json) and a checkpoint make a folder a model dir
-for translate, export, validate, score and averaging. Paths may be local or any filesystem
-TensorFlow's `tf.io.gfile` reads (gs://...). Writing a model dir's files is the training's
-(`training.preflight.write_model_dir`, `model.weights.write_weights_model_dir`); they take
-the names from here.
+Each name is one constant here; no other module spells it. `FILES` (hparams.json, vocab.model,
+flags.json) and a checkpoint make a folder a model dir for translate, export, validate, score
+and averaging.
+
+Writes are staged: a file goes to a temporary sibling and is renamed over its name
+(`write_bytes`, `write_json`, `update_json`, `copy_file`); a whole folder (a new model dir,
+best/, averaged/, ema/) is built in a temporary sibling folder and renamed into place
+(`write_dir`). So a failed write leaves the folder as it was, and a reader never sees half a
+file. Paths may be local or any filesystem TensorFlow's `tf.io.gfile` knows (gs://...):
+every read and write goes through it. On a local disk each rename is atomic; on an object
+store (gs://) a rename is a copy, so a failure during the rename itself may leave part of a
+folder behind (nothing before it does).
 """
 
 import json
 import os
+import posixpath
+import uuid
 
 from t2t_repro import errors
 from t2t_repro.hparams import HParams
@@ -25,9 +38,24 @@ HPARAMS_FILE = "hparams.json"
 FLAGS_FILE = "flags.json"
 VOCAB_FILE = "vocab.model"
 FILES = (HPARAMS_FILE, VOCAB_FILE, FLAGS_FILE)  # besides the checkpoints
+CHECKPOINT_STATE_FILE = "checkpoint"  # tf.train.CheckpointManager's list of checkpoints
+CHECKPOINT_PREFIX = "ckpt"  # checkpoints are {CHECKPOINT_PREFIX}-{step}.index / .data-*
+CORPUS_RECORD = "corpus.{key}.json"  # `data.corpus.record_path`; key="*" globs them all
+TRAIN_EVENTS_DIR = "train"
+DEV_EVENTS_DIR = "dev"
+EARLY_STOPPING_FILE = "early_stopping.json"
 BEST_DIR = "best"
 AVERAGED_DIR = "averaged"
 EMA_DIR = "ema"
+BEST_INFO_FILE = "best.json"
+AVERAGED_INFO_FILE = "averaged.json"
+EMA_INFO_FILE = "ema.json"
+PARSE_DATA_DIR = "data"
+PARSE_DECODE_DIR = "decode"
+PARSE_SCORES_FILE = "parse_scores.json"
+PARSE_PREDICTIONS_FILE = "{split}.pred.tgt"  # in PARSE_DECODE_DIR: model outputs
+PARSE_TREES_FILE = "{split}.pred.tree"  # in PARSE_DECODE_DIR: delinearized trees
+PARSE_ALPHA_DIR = "alpha_{alpha:g}"  # in PARSE_DECODE_DIR: the dev outputs of one alpha
 
 
 def _gfile():
@@ -35,22 +63,55 @@ def _gfile():
   return tf.io.gfile
 
 
+def _is_url(path):
+  return "://" in path
+
+
+def _join(folder, name):
+  """`folder/name`; a URL (gs://...) always with "/"."""
+  return posixpath.join(folder, name) if _is_url(folder) else os.path.join(folder, name)
+
+
+def absolute(path):
+  """`path` made absolute; a URL (gs://...) is one already."""
+  return path if _is_url(path) else os.path.abspath(path)
+
+
+def checkpoint_exists(prefix):
+  """True when the checkpoint `prefix` (e.g. `{model_dir}/ckpt-1000`) has its .index file."""
+  return _gfile().exists(f"{prefix}.index")
+
+
 class ModelDir:
-  """The files of one model directory.
+  """The files of one model directory: reading them, and writing them staged.
+
+  Args:
+    path: the folder: a str (local, or a URL such as gs://bucket/run), a path object, or a
+      `ModelDir` (the same folder).
 
   Attributes:
     path: the folder (str), as given.
   """
 
   def __init__(self, path):
-    self.path = str(path)
+    self.path = path.path if isinstance(path, ModelDir) else str(path)
 
   def __repr__(self):
     return f"ModelDir({self.path!r})"
 
+  def __str__(self):
+    """The path, so that messages name the folder as the user gave it."""
+    return self.path
+
+  def __eq__(self, other):
+    return isinstance(other, ModelDir) and self.path == other.path
+
+  def __hash__(self):
+    return hash(self.path)
+
   def file(self, name):
     """The path of `name` inside the folder."""
-    return os.path.join(self.path, name)
+    return _join(self.path, name)
 
   @property
   def hparams_path(self):
@@ -68,8 +129,31 @@ class ModelDir:
     """The model dir `name` inside this one (`BEST_DIR`, `AVERAGED_DIR`, `EMA_DIR`)."""
     return ModelDir(self.file(name))
 
+  # Reading.
+
+  def exists(self):
+    """True when the folder exists. A local path is checked with `os.path` (no TensorFlow
+    import: the commands' flag checks use this), a URL with `tf.io.gfile`."""
+    return _gfile().isdir(self.path) if _is_url(self.path) else os.path.isdir(self.path)
+
+  def has(self, name):
+    """True when `name` exists inside the folder."""
+    return _gfile().exists(self.file(name))
+
   def has_hparams(self):
-    return _gfile().exists(self.hparams_path)
+    return self.has(HPARAMS_FILE)
+
+  def glob(self, pattern):
+    """The paths inside the folder matching `pattern` (e.g. `CORPUS_RECORD.format(key="*")`)."""
+    return sorted(_gfile().glob(self.file(pattern)))
+
+  def read_bytes(self, name):
+    """The bytes of `name` (errors.MissingDataError when it is missing)."""
+    path = self.file(name)
+    if not _gfile().exists(path):
+      raise errors.MissingDataError(f"{path} does not exist (is {self.path} a model dir?)")
+    with _gfile().GFile(path, "rb") as f:
+      return f.read()
 
   def check_files(self):
     """Raises errors.MissingDataError naming the first of hparams.json, vocab.model that is
@@ -86,21 +170,26 @@ class ModelDir:
       errors.DataError: hparams.json is not a JSON object.
       hparams.HParamsError: an unknown key or a bad value (names the file).
     """
-    return HParams.from_dict(self._read_json(self.hparams_path), origin=self.hparams_path)
+    return HParams.from_dict(self.read_json(HPARAMS_FILE), origin=self.hparams_path)
 
   def read_flags(self):
     """The training settings of flags.json as a dict; {} when there is none (a model dir
     written by averaging a checkpoint list, or by another tool)."""
-    if not _gfile().exists(self.flags_path):
-      return {}
-    return self._read_json(self.flags_path)
+    return self.read_json(FLAGS_FILE, required=False) or {}
 
-  def _read_json(self, path):
-    """The JSON object in `path` (errors.MissingDataError, errors.DataError)."""
-    if not _gfile().exists(path):
-      raise errors.MissingDataError(f"{path} does not exist (is {self.path} a model dir?)")
-    with _gfile().GFile(path) as f:
-      text = f.read()
+  def read_json(self, name, required=True):
+    """The JSON object in the file `name`.
+
+    Returns:
+      a dict; None when the file is missing and not `required`.
+
+    Raises:
+      errors.MissingDataError: the file is missing and `required`.
+      errors.DataError: not JSON, or not a JSON object (names the file and line).
+    """
+    if not required and not self.has(name):
+      return None
+    path, text = self.file(name), self.read_bytes(name).decode("utf-8")
     try:
       values = json.loads(text)
     except json.JSONDecodeError as e:
@@ -114,6 +203,13 @@ class ModelDir:
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     return tf.train.latest_checkpoint(self.path)
 
+  def checkpoint_paths(self):
+    """The checkpoint prefixes the `checkpoint` state file lists, oldest first; None without
+    a state file."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    state = tf.train.get_checkpoint_state(self.path)
+    return None if state is None else list(state.all_model_checkpoint_paths)
+
   def resolve_checkpoint(self, checkpoint_path=None):
     """The checkpoint prefix to load: `checkpoint_path` if it exists, else (None) the latest.
 
@@ -123,7 +219,100 @@ class ModelDir:
     if checkpoint_path is None:
       checkpoint_path = self.latest_checkpoint()
       if checkpoint_path is None:
-        raise errors.MissingDataError(f"no checkpoint in {self.path} (no 'checkpoint' state file)")
-    elif not _gfile().exists(f"{checkpoint_path}.index"):
+        raise errors.MissingDataError(
+            f"no checkpoint in {self.path} (no '{CHECKPOINT_STATE_FILE}' state file)")
+    elif not checkpoint_exists(checkpoint_path):
       raise errors.MissingDataError(f"checkpoint {checkpoint_path} does not exist (no .index file)")
     return checkpoint_path
+
+  # Writing: each file through a temporary sibling and a rename, each folder the same.
+
+  def write_bytes(self, name, data):
+    """Writes `data` (bytes, or str as UTF-8) to the file `name`, staged: into a temporary
+    sibling, then renamed over `name`. After an error the old file (or none) is left and the
+    temporary one removed. Creates the folder."""
+    gfile, path = _gfile(), self.file(name)
+    gfile.makedirs(posixpath.dirname(path) if _is_url(path) else os.path.dirname(path))
+    tmp = f"{path}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    try:
+      with gfile.GFile(tmp, "wb") as f:
+        f.write(data.encode("utf-8") if isinstance(data, str) else data)
+      gfile.rename(tmp, path, overwrite=True)
+    finally:
+      if gfile.exists(tmp):
+        gfile.remove(tmp)
+
+  def write_json(self, name, values):
+    """Writes `values` as indented, key-sorted JSON to `name` (`write_bytes`); a value that
+    is not JSON fails before anything is written."""
+    self.write_bytes(name, json.dumps(values, indent=2, sort_keys=True) + "\n")
+
+  def update_json(self, name, values):
+    """Merges the dict `values` into the JSON object of `name` (created if absent), staged.
+    Returns the merged dict."""
+    merged = (self.read_json(name, required=False) or {}) | values
+    self.write_json(name, merged)
+    return merged
+
+  def copy_file(self, source_path, name):
+    """Copies the file `source_path` (any gfile path) to `name` (`write_bytes`)."""
+    with _gfile().GFile(source_path, "rb") as f:
+      self.write_bytes(name, f.read())
+
+  def write_dir(self, write):
+    """Builds this folder anew: calls `write(staging)` with a `ModelDir` on a new temporary
+    sibling folder, then puts that folder in this one's place by renames (an existing folder
+    is moved aside, then deleted). So the folder holds its old content, complete, until the
+    new one is. After an error in `write` the staging folder is deleted and the folder is
+    untouched.
+
+    Returns:
+      what `write` returned.
+    """
+    gfile = _gfile()
+    path = self.path.rstrip("/")
+    parent, base = (posixpath if _is_url(path) else os.path).split(path)
+    token = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    staging = _join(parent, f".{base}.new-{token}")
+    gfile.makedirs(staging)
+    try:
+      written = write(ModelDir(staging))
+    except BaseException:
+      gfile.rmtree(staging)
+      raise
+    if gfile.isdir(path):
+      old = _join(parent, f".{base}.old-{token}")
+      gfile.rename(path, old)
+      gfile.rename(staging, path)
+      gfile.rmtree(old)
+    else:
+      gfile.rename(staging, path)
+    return written
+
+  def write_weights(self, model, step, source, info_name, info):
+    """Writes this folder as a complete model dir of `model`'s weights (no optimizer): the
+    checkpoint `ckpt-{step}` (a `tf.train.CheckpointManager`, max 1 kept; its `checkpoint`
+    state file is written after the checkpoint is complete), `FILES` copied from `source`,
+    and `info` as the JSON file `info_name` (e.g. `BEST_INFO_FILE`). Averaged models, best/
+    and ema/ are written this way, each inside `write_dir`.
+
+    Args:
+      model: a built `Transformer` (its variables may be distributed).
+      step: int, the global step recorded in the checkpoint (`step` variable).
+      source: the `ModelDir` the files are copied from.
+      info_name, info: the JSON file describing the weights and its dict.
+
+    Returns:
+      The checkpoint prefix written, `{path}/ckpt-{step}`.
+    """
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    _gfile().makedirs(self.path)
+    checkpoint = tf.train.Checkpoint(model=model, step=tf.Variable(step, dtype=tf.int64))
+    path = tf.train.CheckpointManager(checkpoint, self.path, max_to_keep=1,
+                                      checkpoint_name=CHECKPOINT_PREFIX).save(
+                                          checkpoint_number=step)
+    for name in FILES:
+      if source.has(name):
+        self.copy_file(source.file(name), name)
+    self.write_json(info_name, info)
+    return path

@@ -19,6 +19,7 @@ import pytest
 
 from conftest import tool_path
 from t2t_repro import errors
+from t2t_repro.commands import parse as parse_command
 from t2t_repro.parsing import bracket_vocab, pipeline, prepare, treebank, trees
 from t2t_repro.parsing.constraint import SPACE_PIECE
 
@@ -229,9 +230,11 @@ def test_parse_splits_and_train_config():
   for bad in (["train=4-1"], ["train=1"], ["x"]):
     with pytest.raises(Exception, match="--splits"):
       prepare.parse_splits(bad)
+  # --train_flags: the command turns them into TrainConfig fields, the pipeline applies them.
+  changes = parse_command.train_flag_changes(["--seed=3", "--noeval_at_start",
+                                              "--save_checkpoints_secs=0"])
   config = pipeline.train_config("/m", "/d", hparams_override="dropout=0.1", train_minutes=45,
-                                 train_steps=7, extra=["--seed=3", "--noeval_at_start",
-                                                       "--save_checkpoints_secs=0"])
+                                 train_steps=7, changes=changes)
   assert (config.hparams, config.problem, config.train_src, config.dev_tgt) == (
       "parsing_small", "parallel_text", "/d/train.src", "/d/dev.tgt")
   assert (config.model_dir, config.vocab_dir, config.train_minutes, config.dev_bleu_lines) == (
@@ -243,4 +246,4 @@ def test_parse_splits_and_train_config():
       "/d/train_aug.src", "/d/train_aug.tgt", "/d/dev.src")
   for bad in (["--no_such_setting=1"], ["--seed=x"], ["--jit_compile=maybe"]):
     with pytest.raises(errors.UsageError, match="--train_flags"):
-      pipeline.train_config("/m", "/d", extra=bad)
+      parse_command.train_flag_changes(bad)

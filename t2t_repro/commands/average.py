@@ -44,16 +44,16 @@ def main(argv):
     raise errors.UsageError(f"unexpected arguments: {argv[1:]}")
   if not FLAGS.output_dir or not (FLAGS.model_dir or FLAGS.checkpoints):
     raise errors.UsageError("--output_dir and one of --model_dir / --checkpoints are required")
-  model_dir = FLAGS.model_dir
+  model_dir = ModelDir(FLAGS.model_dir) if FLAGS.model_dir else None
   from t2t_repro.training import averaging  # pylint: disable=import-outside-toplevel
   try:
     if FLAGS.checkpoints:
-      checkpoints = [p if (model_dir is None or os.path.dirname(p)) else os.path.join(model_dir, p)
+      checkpoints = [p if (model_dir is None or os.path.dirname(p)) else model_dir.file(p)
                      for p in FLAGS.checkpoints]
     else:
-      default_n = ModelDir(model_dir).read_hparams().checkpoint_average
+      default_n = model_dir.read_hparams().checkpoint_average
       checkpoints = averaging.last_checkpoints(model_dir, FLAGS.num_last or default_n)
-    path, _ = averaging.average_checkpoints(checkpoints, FLAGS.output_dir, model_dir)
+    path, _ = averaging.average_checkpoints(checkpoints, ModelDir(FLAGS.output_dir), model_dir)
   except FileNotFoundError as e:  # a checkpoint or hparams.json that is not there: data
     raise errors.MissingDataError(str(e)) from None
   except ValueError as e:  # too few checkpoints, a non-empty --output_dir: usage

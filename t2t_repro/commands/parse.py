@@ -46,16 +46,20 @@ The command line (`t2t-parse`, `python -m t2t_repro.parse`, `python tools/parse.
 library is t2t_repro.parsing (prepare, bracket_vocab, pipeline).
 """
 
-import os
+import dataclasses
 import sys
 import time
 
 from absl import flags
 
 from t2t_repro import errors, fileio
+from t2t_repro import model_dir as model_dir_lib
 from t2t_repro.commands import config_flags, shared_flags
 from t2t_repro.decoding import config as decode_config
+from t2t_repro.model_dir import ModelDir
 from t2t_repro.parsing import evalb, pipeline, prepare
+from t2t_repro.settings import field_kind
+from t2t_repro.training.config import TrainConfig
 
 FLAGS = flags.FLAGS
 
@@ -228,32 +232,101 @@ def run_evaluate():
 
 
 def _data_dir():
-  return FLAGS.data_dir or os.path.join(FLAGS.model_dir.split(",")[0], "data")
+  return FLAGS.data_dir or ModelDir(FLAGS.model_dir.split(",")[0]).file(
+      model_dir_lib.PARSE_DATA_DIR)
+
+
+def _flag_value(field, arg, text):
+  """The value of one --train_flags setting for `field` (a `TrainConfig` field)."""
+  kind = field_kind(field)
+  if text.lower() in ("none", "") and field.default is None:
+    return None
+  if kind is bool:
+    if text.lower() not in ("true", "false", "1", "0"):
+      raise errors.UsageError(f"--train_flags: {arg}: expected true or false")
+    return text.lower() in ("true", "1")
+  try:
+    return kind(text)
+  except ValueError:
+    raise errors.UsageError(f"--train_flags: {arg}: expected {kind.__name__}") from None
+
+
+def train_flag_changes(args):
+  """The `TrainConfig` fields that --train_flags sets.
+
+  Args:
+    args: strings "--name=value", "--name" (true) or "--noname" (false), as the train
+      command takes them.
+
+  Returns:
+    dict: field name -> value (of the field's type; None for "none" where None is allowed).
+
+  Raises:
+    errors.UsageError: an unknown setting or a value of the wrong type (names --train_flags
+      and the setting).
+  """
+  fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
+  changes = {}
+  for arg in args:
+    name, _, value = arg.lstrip("-").partition("=")
+    if "=" not in arg and name.startswith("no") and name[2:] in fields:
+      name, value = name[2:], "false"
+    elif "=" not in arg:
+      value = "true"
+    if name not in fields:
+      raise errors.UsageError(f"--train_flags: {arg}: not a setting of the train command")
+    changes[name] = _flag_value(fields[name], arg, value)
+  return changes
 
 
 def run_train():
-  """prepare -> vocabulary -> trainer subprocess -> decode + EVALB."""
+  """prepare -> vocabulary -> the trainer (in this process) -> decode + EVALB; each step is
+  printed when done and recorded in parse_scores.json."""
   _require("ptb_dir", "model_dir")
   _check_alpha_flags()
-  model_dir, data_dir = FLAGS.model_dir, _data_dir()
+  changes = train_flag_changes(FLAGS.train_flags)
+  model_dir, data_dir = ModelDir(FLAGS.model_dir), _data_dir()
   start = time.monotonic()
-  train_seconds, result = pipeline.train_parser(
-      FLAGS.ptb_dir, model_dir, data_dir, splits=_splits(), leaves=FLAGS.leaves,
-      hparams=FLAGS.hparams, hparams_override=FLAGS.hparams_override,
-      bracket_vocab=FLAGS.bracket_vocab, train_minutes=FLAGS.train_minutes,
-      train_steps=FLAGS.train_steps, eval_every_steps=FLAGS.eval_every_steps,
-      seed=FLAGS.seed, train_flags=FLAGS.train_flags,
-      augment_copies=FLAGS.augment_copies, augment_rate=FLAGS.augment_rate)
+  hp = pipeline.check_train_settings(FLAGS.hparams, FLAGS.hparams_override, FLAGS.train_steps,
+                                     FLAGS.augment_copies, FLAGS.augment_rate)
+  stats = prepare.prepare(FLAGS.ptb_dir, data_dir, _splits(), FLAGS.leaves,
+                          augment_copies=FLAGS.augment_copies, augment_rate=FLAGS.augment_rate)
+  print(prepare.format_stats(stats), flush=True)
+  if FLAGS.bracket_vocab:
+    symbols = pipeline.learn_vocab(model_dir, data_dir, FLAGS.leaves, hp.vocab_size)
+    if symbols is not None:
+      print(f"learned {model_dir.vocab_path}: {hp.vocab_size} pieces, {symbols} "
+            "symbols as single pieces", flush=True)
+  config = pipeline.train_config(
+      model_dir, data_dir, hparams=FLAGS.hparams, hparams_override=FLAGS.hparams_override,
+      train_minutes=FLAGS.train_minutes, train_steps=FLAGS.train_steps,
+      eval_every_steps=FLAGS.eval_every_steps, seed=FLAGS.seed, changes=changes,
+      train_split=prepare.AUGMENTED_SPLIT if FLAGS.augment_copies else "train")
+  print(f"training: {config}", flush=True)
+  train_seconds, result = pipeline.train_parser(config)
+  vocab = pipeline.vocab_stats(model_dir, data_dir)
+  if vocab is not None:
+    print(f"\nvocabulary {vocab['vocab']}: first train target as pieces:\n"
+          f"  {' '.join(vocab['first_target_pieces'])}\n"
+          f"  train targets: {vocab['pieces_per_line']:.1f} pieces a line, "
+          f"{vocab['pieces_per_token']:.3f} pieces a token", flush=True)
+  print(f"training: {train_seconds / 60:.1f} min, step {result.step}", flush=True)
+  model_dir.update_json(model_dir_lib.PARSE_SCORES_FILE, {"train": {
+      "config": dataclasses.asdict(config), "seconds": round(train_seconds, 1),
+      "step": result.step, "hparams": FLAGS.hparams, "hparams_override": FLAGS.hparams_override,
+      "bracket_vocab": FLAGS.bracket_vocab, "augment": stats.get("augment"),
+      "target_pieces_per_line": None if vocab is None else round(vocab["pieces_per_line"], 2),
+  }})
   decode_start = time.monotonic()
-  _run_decode(model_dir, data_dir, result.averaged or FLAGS.checkpoint_path)
+  _run_decode([model_dir], data_dir, result.averaged or FLAGS.checkpoint_path)
   decode_seconds = time.monotonic() - decode_start
   total = time.monotonic() - start
-  pipeline.update_json(os.path.join(model_dir, "parse_scores.json"), {"wall_seconds": {
+  model_dir.update_json(model_dir_lib.PARSE_SCORES_FILE, {"wall_seconds": {
       "train": round(train_seconds, 1), "decode_and_score": round(decode_seconds, 1),
       "total": round(total, 1)}})
   print(f"\nwall time: train {train_seconds / 60:.1f} min, decode + EVALB "
         f"{decode_seconds / 60:.1f} min, total {total / 60:.1f} min; scores "
-        f"in {model_dir}/parse_scores.json", flush=True)
+        f"in {model_dir.file(model_dir_lib.PARSE_SCORES_FILE)}", flush=True)
 
 
 def _check_alpha_flags():
@@ -262,19 +335,47 @@ def _check_alpha_flags():
     raise errors.UsageError("--alpha and --alphas: give one")
 
 
-def _run_decode(model_dir, data_dir, checkpoint_path):
-  pipeline.decode_model_dir(
-      model_dir, data_dir, FLAGS.decode_splits, beam_size=FLAGS.beam_size,
-      alpha=FLAGS.alpha, alphas=[float(a) for a in FLAGS.alphas],
-      decode_extra_length=FLAGS.decode_extra_length, batch_tokens=FLAGS.batch_tokens,
-      max_sentences=FLAGS.max_sentences, checkpoint_path=checkpoint_path,
-      constrained=FLAGS.constrained)
+def _run_decode(model_dirs, data_dir, checkpoint_path):
+  """Decodes and scores --decode_splits (with --alphas: alpha chosen on dev first), prints
+  each split's well-formed count, time and EVALB report, and merges the numbers into the
+  first model dir's parse_scores.json under "decode": split -> {"evalb": ..., ...},
+  "checkpoint", "step" and, with --alphas, "alpha_sweep" (alpha -> dev F1)."""
+  from t2t_repro.decoding.loading import split_names  # pylint: disable=import-outside-toplevel
+  parser = pipeline.load_parser(
+      model_dirs, data_dir, split_names(checkpoint_path), beam_size=FLAGS.beam_size,
+      alpha=FLAGS.alpha, decode_extra_length=FLAGS.decode_extra_length,
+      batch_tokens=FLAGS.batch_tokens, constrained=FLAGS.constrained)
+  config = parser.translator.config
+  print(f"decoding with {parser.checkpoint} (step {parser.step}): beam "
+        f"{config.beam_size}, alpha {config.alpha}, max length "
+        f"input + {config.decode_extra_length}", flush=True)
+  entry, done = {"checkpoint": parser.checkpoint, "step": parser.step}, {}
+  if FLAGS.alphas:
+    alpha, done["dev"], entry["alpha_sweep"] = pipeline.choose_alpha(
+        parser.translator, data_dir, parser.output_dir, [float(a) for a in FLAGS.alphas],
+        max_sentences=FLAGS.max_sentences, leaves=parser.leaves)
+    for value, f1 in entry["alpha_sweep"].items():
+      print(f"dev F1 with alpha {value}: {f1:.2f}", flush=True)
+    print(f"alpha {alpha:g} chosen on dev", flush=True)
+  for split in FLAGS.decode_splits:
+    result, info = done.get(split) or pipeline.decode_split(
+        parser.translator, data_dir, split, parser.output_dir,
+        max_sentences=FLAGS.max_sentences, leaves=parser.leaves)
+    print(f"\n=== {split}: {info['sentences']} sentences decoded in "
+          f"{info['decode_seconds']:.1f} s ({info['sentences_per_second']:.2f} "
+          f"sent/s); {info['well_formed']} outputs well formed, "
+          f"{info['sentences'] - info['well_formed']} repaired", flush=True)
+    sys.stdout.write(evalb.format_report(result))
+    sys.stdout.flush()
+    entry[split] = {**info, "evalb": evalb.as_dict(result)}
+  parser.model_dir.update_json(model_dir_lib.PARSE_SCORES_FILE, {"decode": entry})
 
 
 def run_decode():
   _require("model_dir")
   _check_alpha_flags()
-  _run_decode(FLAGS.model_dir, _data_dir(), FLAGS.checkpoint_path)
+  from t2t_repro.decoding.loading import split_names  # pylint: disable=import-outside-toplevel
+  _run_decode(split_names(FLAGS.model_dir), _data_dir(), FLAGS.checkpoint_path)
 
 
 _MODES = {

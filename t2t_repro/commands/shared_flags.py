@@ -7,11 +7,10 @@ line, so a bad value is a one-line usage error (exit 2, `t2t_repro.commands.runn
 is loaded.
 """
 
-import os
-
 from absl import flags
 
 from t2t_repro.decoding import config as decode_config
+from t2t_repro.model_dir import ModelDir
 
 MODEL_DIR_HELP = "Model directory (hparams.json, vocab.model, checkpoints)."
 
@@ -21,7 +20,8 @@ def define_model_dir(help_text=MODEL_DIR_HELP, required=True, several=False):
 
   Args:
     help_text: the flag's help.
-    required: the flag must be given, and name an existing folder.
+    required: the flag must be given, and name an existing folder (local, or a URL such as
+      gs://... that `tf.io.gfile` reads: `ModelDir.exists`).
     several: a comma-separated list of folders is accepted (an ensemble,
       `decoding.loading.split_names`); each must exist when `required`.
   """
@@ -30,7 +30,7 @@ def define_model_dir(help_text=MODEL_DIR_HELP, required=True, several=False):
     flags.mark_flag_as_required("model_dir")
     flags.register_validator(
         "model_dir", lambda value: value is None or all(
-            os.path.isdir(path) for path in (value.split(",") if several else [value])),
+            ModelDir(path).exists() for path in (value.split(",") if several else [value])),
         "is not a folder (or a comma-separated list of folders)" if several else
         "is not a folder")
 

@@ -120,8 +120,8 @@ def check_same_vocabulary(model_dirs):
     if reference is None:
       reference = data
     elif data != reference:
-      raise EnsembleError(f"an ensemble needs one vocabulary: {model_dir}/vocab.model differs "
-                       f"from {model_dirs[0]}/vocab.model")
+      raise EnsembleError(f"an ensemble needs one vocabulary: {files.vocab_path} differs "
+                       f"from {ModelDir(model_dirs[0]).vocab_path}")
 
 
 def load_models(model_dirs, checkpoint_paths=(), inference_dtype="float32"):

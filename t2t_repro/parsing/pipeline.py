@@ -3,32 +3,33 @@ decode with the well-formed-tree constraint, delinearize, score with EVALB.
 
 Data preparation is `t2t_repro.parsing.prepare`, the bracket-aware vocabulary and the
 decoding constraint `t2t_repro.parsing.bracket_vocab`, the decoding itself the
-project's one path, `t2t_repro.decoding.translator.Translator`. Outputs of
-`decode_model_dir` in a model dir: decode/{split}.pred.tgt (model outputs),
-decode/{split}.pred.tree (delinearized, repaired trees) and parse_scores.json (EVALB
-summaries per split, well-formed counts, decoding settings and wall times; `train_parser`
-adds the training settings and wall time).
+project's one path, `t2t_repro.decoding.translator.Translator`, the training
+`training.api.train` on a `TrainConfig` (`train_config`).
+
+Each step returns its results and prints nothing; the parse command
+(`t2t_repro.commands.parse`) runs the steps, prints them and records them in the model
+dir's parse_scores.json. Files written into a model dir go through its `ModelDir`:
+vocab.model (`learn_vocab`), decode/{split}.pred.tgt (model outputs) and
+decode/{split}.pred.tree (delinearized, repaired trees) (`decode_split`).
 """
 
 import dataclasses
-import json
 import os
-import shutil
-import sys
+import tempfile
 import time
+from typing import Union
 
 from t2t_repro import errors
 from t2t_repro import fileio
+from t2t_repro import model_dir as model_dir_lib
 from t2t_repro.data import text_files
 from t2t_repro import hparams as hparams_lib
 from t2t_repro.model_dir import ModelDir
 from t2t_repro.parsing import augment, evalb
-from t2t_repro.parsing import prepare as prepare_lib
 from t2t_repro.parsing import treebank
 from t2t_repro.parsing import trees as trees_lib
 from t2t_repro.parsing.prepare import read_data_stats
-from t2t_repro.training.api import train
-from t2t_repro.training.config import TrainConfig, with_args
+from t2t_repro.training.config import TrainConfig
 
 # Padded source pieces per decoding batch (each row decodes beam_size = 21 hypotheses).
 DEFAULT_BATCH_TOKENS = 1024
@@ -141,11 +142,11 @@ def evaluate_files(gold_path, test_path, params=evalb.COLLINS,
 
 def train_config(model_dir, data_dir, *, hparams="parsing_small",
                  hparams_override="", train_minutes=0.0, train_steps=None,
-                 eval_every_steps=500, seed=1234, train_split="train", extra=()):
+                 eval_every_steps=500, seed=1234, train_split="train", changes=None):
   """The `TrainConfig` of --mode=train.
 
   Args:
-    model_dir: str, the trainer's model dir (also its vocab_dir).
+    model_dir: the trainer's `ModelDir` (also its vocab_dir).
     data_dir: str, prepare's output folder ({train,dev}.{src,tgt}).
     hparams, hparams_override: the hparam set and its overrides.
     train_minutes: wall-time budget [minutes] (0: none).
@@ -156,112 +157,107 @@ def train_config(model_dir, data_dir, *, hparams="parsing_small",
     seed: the trainer's seed.
     train_split: the files the trainer learns from, {data_dir}/{train_split}.src/.tgt
       ("train", or prepare's "train_aug" with SUB2 pairs).
-    extra: more settings as the train command's flags ("--name=value"),
-      applied last (`training.config.with_args`).
+    changes: None, or a dict of more `TrainConfig` fields, applied last.
 
   Returns:
     A `training.config.TrainConfig`.
 
   Raises:
-    errors.UsageError: `extra` names an unknown setting or a value of the wrong type.
+    TypeError: `changes` names a field `TrainConfig` does not have.
   """
+  path = ModelDir(model_dir).path
   config = TrainConfig(
-      model_dir=model_dir, vocab_dir=model_dir, hparams=hparams, hparams_override=hparams_override,
+      model_dir=path, vocab_dir=path, hparams=hparams, hparams_override=hparams_override,
       problem="parallel_text", train_minutes=train_minutes, train_steps=train_steps,
       eval_every_steps=eval_every_steps, dev_bleu_lines=0, test_bleu_lines=0, seed=seed,
       **{f"{split}_{side}": os.path.join(data_dir, f"{name}.{side}")
          for split, name in (("train", train_split), ("dev", "dev"))
          for side in ("src", "tgt")})
-  try:
-    return with_args(config, extra)
-  except ValueError as e:
-    raise errors.UsageError(f"`train_flags`: {e}") from None
+  return dataclasses.replace(config, **(changes or {}))
 
 
-def update_json(path, values):
-  """Merges ``values`` into the JSON object in ``path`` (created if absent), atomically."""
-  data = {}
-  if os.path.exists(path):
-    with open(path, encoding="utf-8") as f:
-      data = json.load(f)
-  data.update(values)
-  fileio.write_json(path, data)
-  return data
+def check_train_settings(hparams, hparams_override, train_steps, augment_copies, augment_rate):
+  """The hparams as the trainer resolves them and the SUB2 settings, checked before anything
+  is written (and before TensorFlow is imported).
+
+  Returns:
+    The `HParams`.
+
+  Raises:
+    ValueError: a bad hparam set, override or augmentation setting (`hparams.get_hparams`,
+      `augment.check_settings`).
+  """
+  hp = hparams_lib.get_hparams(hparams, hparams_override, train_steps=train_steps)
+  augment.check_settings(augment_copies, augment_rate)
+  return hp
 
 
-def train_parser(ptb_dir, model_dir, data_dir, *, splits=None, leaves="word",
-                 hparams="parsing_small", hparams_override="", bracket_vocab=True,
-                 train_minutes=0.0, train_steps=None, eval_every_steps=500, seed=1234,
-                 train_flags=(), augment_copies=0, augment_rate=0.1):
-  """prepare -> bracket-aware vocabulary -> the trainer (`training.api.train`, in-process).
-
-  Writes ``data_dir`` (``prepare``), ``{model_dir}/vocab.model``
-  (``learn_bracket_vocab``, unless ``bracket_vocab`` is False or it exists), the
-  trainer's files, and the ``train`` entry of ``{model_dir}/parse_scores.json``.
+def learn_vocab(model_dir, data_dir, leaves, vocab_size):
+  """Learns `{model_dir}/vocab.model` on prepare's gold train pairs with every bracket
+  symbol of the train split (and XX for `leaves`="xx") as one piece
+  (`bracket_vocab.learn_bracket_vocab`); a model dir that has one keeps it.
 
   Args:
-    ptb_dir, splits, leaves: see ``prepare.prepare``.
-    model_dir, data_dir: str folders (created).
-    hparams, hparams_override, train_minutes, train_steps, eval_every_steps, seed:
-      see ``train_config``; train_flags: more trainer settings as flags
-      ("--save_checkpoints_secs=0").
-    bracket_vocab: learn the vocabulary here (every bracket token one piece).
-    augment_copies, augment_rate: SUB2 pairs per train tree and the substitution
-      rate (``prepare.prepare``; seed 1); with copies > 0 the trainer reads
-      train_aug.src/.tgt, while the vocabulary is still learned on the gold train
-      pairs.
+    model_dir: a `ModelDir` (the file is written staged, `ModelDir.copy_file`).
+    data_dir: str, prepare's output folder (train.src/.tgt, symbols.txt).
+    leaves: "word" or "xx".
+    vocab_size: pieces.
+
+  Returns:
+    The number of symbols kept as single pieces, or None when the vocabulary was kept.
+
+  Raises:
+    ValueError: sentencepiece cannot learn `vocab_size` pieces from the text.
+  """
+  from t2t_repro.parsing import bracket_vocab as bracket_vocab_lib  # pylint: disable=import-outside-toplevel
+  model_dir = ModelDir(model_dir)
+  if model_dir.has(model_dir_lib.VOCAB_FILE):
+    return None
+  train_src = fileio.read_lines(os.path.join(data_dir, "train.src"))
+  train_tgt = fileio.read_lines(os.path.join(data_dir, "train.tgt"))
+  symbols = fileio.read_lines(os.path.join(data_dir, "symbols.txt"))
+  if leaves == "xx":
+    symbols.append(trees_lib.PLACEHOLDER_TAG)
+  with tempfile.TemporaryDirectory(prefix="t2t_parse_vocab_") as tmp:
+    path = bracket_vocab_lib.learn_bracket_vocab(
+        (text for pair in zip(train_src, train_tgt) for text in pair), symbols, vocab_size,
+        os.path.join(tmp, model_dir_lib.VOCAB_FILE))
+    model_dir.copy_file(path, model_dir_lib.VOCAB_FILE)
+  return len(symbols)
+
+
+def train_parser(config):
+  """Trains the parser in this process (`training.api.train`).
 
   Returns:
     (seconds: float, the trainer's wall time; result: its `training.config.TrainResult`).
 
   Raises:
     errors.UsageError, errors.DataError: a bad setting or unusable data (``train``).
-    the errors of ``prepare.prepare`` and ``hparams.get_hparams``.
   """
-  # The hparams as the trainer resolves them, checked before anything is written (and
-  # before TensorFlow is imported).
-  hp = hparams_lib.get_hparams(hparams, hparams_override, train_steps=train_steps)
-  augment.check_settings(augment_copies, augment_rate)
-  from t2t_repro.parsing import bracket_vocab as bracket_vocab_lib  # pylint: disable=import-outside-toplevel
-  os.makedirs(model_dir, exist_ok=True)
-  stats = prepare_lib.prepare(ptb_dir, data_dir, splits, leaves,
-                              augment_copies=augment_copies, augment_rate=augment_rate)
-  print(prepare_lib.format_stats(stats), flush=True)
-  vocab_path = ModelDir(model_dir).vocab_path
-  train_src = fileio.read_lines(os.path.join(data_dir, "train.src"))
-  train_tgt = fileio.read_lines(os.path.join(data_dir, "train.tgt"))
-  if bracket_vocab and not os.path.exists(vocab_path):
-    symbols = fileio.read_lines(os.path.join(data_dir, "symbols.txt"))
-    if leaves == "xx":
-      symbols.append(trees_lib.PLACEHOLDER_TAG)
-    bracket_vocab_lib.learn_bracket_vocab(
-        (text for pair in zip(train_src, train_tgt) for text in pair), symbols, hp.vocab_size,
-        vocab_path)
-    print(f"learned {vocab_path}: {hp.vocab_size} pieces, {len(symbols)} "
-          "symbols as single pieces", flush=True)
-  config = train_config(model_dir, data_dir, hparams=hparams, hparams_override=hparams_override,
-                        train_minutes=train_minutes, train_steps=train_steps,
-                        eval_every_steps=eval_every_steps, seed=seed, extra=train_flags,
-                        train_split=prepare_lib.AUGMENTED_SPLIT if augment_copies else "train")
-  print(f"training: {config}", flush=True)
+  from t2t_repro.training.api import train  # pylint: disable=import-outside-toplevel
   start = time.monotonic()
   result = train(config)
-  seconds = time.monotonic() - start
-  per_line = None
-  if os.path.exists(vocab_path):
-    per_line, per_token = bracket_vocab_lib.piece_stats(vocab_path, train_tgt)
-    print(f"\nvocabulary {vocab_path}: first train target as pieces:\n"
-          f"  {' '.join(bracket_vocab_lib.pieces(vocab_path, train_tgt[0]))}\n"
-          f"  train targets: {per_line:.1f} pieces a line, {per_token:.3f} "
-          "pieces a token", flush=True)
-  print(f"training: {seconds / 60:.1f} min, step {result.step}", flush=True)
-  update_json(os.path.join(model_dir, "parse_scores.json"), {"train": {
-      "config": dataclasses.asdict(config), "seconds": round(seconds, 1), "step": result.step,
-      "hparams": hparams, "hparams_override": hparams_override,
-      "bracket_vocab": bracket_vocab, "augment": stats.get("augment"),
-      "target_pieces_per_line": None if per_line is None else round(per_line, 2),
-  }})
-  return seconds, result
+  return time.monotonic() - start, result
+
+
+def vocab_stats(model_dir, data_dir):
+  """How the model dir's vocabulary pieces the train targets.
+
+  Returns:
+    None without a vocab.model; else a dict: "vocab" (its path), "first_target_pieces"
+    (list[str], the first train target as pieces), "pieces_per_line",
+    "pieces_per_token" (floats, over train.tgt).
+  """
+  from t2t_repro.parsing import bracket_vocab as bracket_vocab_lib  # pylint: disable=import-outside-toplevel
+  model_dir = ModelDir(model_dir)
+  if not model_dir.has(model_dir_lib.VOCAB_FILE):
+    return None
+  train_tgt = fileio.read_lines(os.path.join(data_dir, "train.tgt"))
+  per_line, per_token = bracket_vocab_lib.piece_stats(model_dir.vocab_path, train_tgt)
+  return {"vocab": model_dir.vocab_path,
+          "first_target_pieces": bracket_vocab_lib.pieces(model_dir.vocab_path, train_tgt[0]),
+          "pieces_per_line": per_line, "pieces_per_token": per_token}
 
 
 def decode_split(translator, data_dir, split, output_dir, *, max_sentences=0,
@@ -271,7 +267,8 @@ def decode_split(translator, data_dir, split, output_dir, *, max_sentences=0,
   Reads ``{data_dir}/{split}.src`` (words) and ``.tree`` (gold trees);
   writes ``{output_dir}/{split}.pred.tgt`` (raw model outputs, one a line)
   and ``{split}.pred.tree`` (delinearized trees, repaired where needed, POS
-  tags XX: the test file for --mode=evaluate with the gold ``.tree``).
+  tags XX: the test file for --mode=evaluate with the gold ``.tree``), each staged
+  (`ModelDir.write_bytes`).
   EVALB runs with COLLINS.prm and ``--xx_tags=gold`` semantics
   (``fill_placeholder_tags``).
 
@@ -281,7 +278,7 @@ def decode_split(translator, data_dir, split, output_dir, *, max_sentences=0,
       ``constraint``: None for plain beam search, or a ``TreeConstraint``).
     data_dir: str, prepare's output folder.
     split: str, e.g. "test".
-    output_dir: str, created if missing.
+    output_dir: a `ModelDir` (the model dir's decode/), created if missing.
     max_sentences: only the first N sentences (0: all).
     progress: progress bar on stderr.
     leaves: the model's leaf token, "word" or "xx" (prepare's ``leaves``).
@@ -307,11 +304,12 @@ def decode_split(translator, data_dir, split, output_dir, *, max_sentences=0,
   predictions = translator.translate(sources, progress)
   seconds = time.monotonic() - start
   config = translator.config
-  tgt_path = os.path.join(output_dir, f"{split}.pred.tgt")
-  tree_path = os.path.join(output_dir, f"{split}.pred.tree")
-  fileio.write_lines(tgt_path, predictions)
+  output_dir = ModelDir(output_dir)
+  tgt_name = model_dir_lib.PARSE_PREDICTIONS_FILE.format(split=split)
+  tree_name = model_dir_lib.PARSE_TREES_FILE.format(split=split)
+  output_dir.write_bytes(tgt_name, _lines_text(predictions))
   test, well_formed = delinearize(sources, predictions, leaves)
-  treebank.write_tree_lines(tree_path, test)
+  output_dir.write_bytes(tree_name, _lines_text(treebank.tree_to_line(tree) for tree in test))
   result = evalb.evaluate(gold, fill_placeholder_tags(gold, test))
   info = {
       "sentences": len(sources), "well_formed": well_formed,
@@ -320,9 +318,14 @@ def decode_split(translator, data_dir, split, output_dir, *, max_sentences=0,
       "beam_size": config.beam_size, "alpha": config.alpha,
       "decode_extra_length": config.decode_extra_length,
       "constrained": translator.constraint is not None,
-      "predictions": tgt_path, "trees": tree_path,
+      "predictions": output_dir.file(tgt_name), "trees": output_dir.file(tree_name),
   }
   return result, info
+
+
+def _lines_text(lines):
+  """The text of a file of `lines`, each ended by "\\n" (as `fileio.write_lines`)."""
+  return "".join(line + "\n" for line in lines)
 
 
 def choose_alpha(translator, data_dir, output_dir, alphas, *, max_sentences=0, leaves="word"):
@@ -330,110 +333,104 @@ def choose_alpha(translator, data_dir, output_dir, alphas, *, max_sentences=0, l
 
   The outputs of each value go to ``{output_dir}/alpha_{value}/``, and those of the
   chosen value are also copied to ``{output_dir}/dev.pred.{tgt,tree}`` (the files
-  ``decode_split`` writes). Ties go to the value listed first.
+  ``decode_split`` writes). Ties go to the value listed first. The translator is left
+  with the chosen value.
 
   Args:
     translator: a ``Translator``; its config's alpha is replaced by each value.
     data_dir, max_sentences, leaves: see ``decode_split``.
-    output_dir: str, the parent of the per-value folders.
+    output_dir: a `ModelDir`, the parent of the per-value folders.
     alphas: list[float], the values (each >= 0).
 
   Returns:
     (alpha: float, (result, info) of ``decode_split`` on dev with it,
-     sweep: dict "alpha" -> dev F1 (all lengths) of every value).
+     sweep: dict "alpha" (formatted "%g") -> dev F1 (all lengths) of every value, in the
+     order of ``alphas``).
 
   Raises:
     the errors of ``decode_split`` (e.g. FileNotFoundError: no dev split).
   """
+  output_dir = ModelDir(output_dir)
   best, sweep = None, {}
   for alpha in alphas:
     translator.config = dataclasses.replace(translator.config, alpha=alpha)
-    result, info = decode_split(translator, data_dir, "dev",
-                                os.path.join(output_dir, f"alpha_{alpha:g}"),
-                                max_sentences=max_sentences, leaves=leaves)
+    result, info = decode_split(
+        translator, data_dir, "dev",
+        output_dir.subdir(model_dir_lib.PARSE_ALPHA_DIR.format(alpha=alpha)),
+        max_sentences=max_sentences, leaves=leaves)
     sweep[f"{alpha:g}"] = f1 = result.all.f1
-    print(f"dev F1 with alpha {alpha:g}: {f1:.2f}", flush=True)
     if best is None or f1 > best[0]:
       best = (f1, alpha, (result, info))
   _, alpha, (result, info) = best
-  for key, suffix in (("predictions", "tgt"), ("trees", "tree")):
-    info[key] = shutil.copyfile(info[key], os.path.join(output_dir, f"dev.pred.{suffix}"))
+  translator.config = dataclasses.replace(translator.config, alpha=alpha)
+  for key, name in (("predictions", model_dir_lib.PARSE_PREDICTIONS_FILE),
+                    ("trees", model_dir_lib.PARSE_TREES_FILE)):
+    name = name.format(split="dev")
+    output_dir.copy_file(info[key], name)
+    info[key] = output_dir.file(name)
   return alpha, (result, info), sweep
 
 
-def decode_model_dir(model_dir, data_dir, splits, *, beam_size=None,
-                     alpha=None, alphas=(), decode_extra_length=None, batch_tokens=None,
-                     max_sentences=0, checkpoint_path=None, constrained=True):
-  """Decodes and scores ``splits`` with the latest (or given) checkpoint.
+@dataclasses.dataclass
+class Parser:
+  """A loaded parser (`load_parser`).
 
-  Prints, per split, the well-formed count, the decoding time and EVALB's
-  report (all sentences and length <= 40); merges the numbers into
-  ``{model_dir}/parse_scores.json`` under ``decode`` ->
-  split -> {``evalb``: ``evalb.as_dict``, ...}, plus ``checkpoint``,
-  ``step`` and, with ``alphas``, ``alpha_sweep`` (alpha -> dev F1).
+  Attributes:
+    translator: the `Translator` (model or ensemble, tokenizer, `DecodeConfig`, constraint).
+    leaves: the leaf token of the targets, "word" or "xx" (prepare's stats.json).
+    model_dir: the first model dir (`ModelDir`); the outputs go to its decode/
+      (`output_dir`) and its parse_scores.json.
+    checkpoint: the checkpoint prefix, or the comma-separated prefixes of an ensemble.
+    step: the checkpoint's step (int), or the list of steps of an ensemble.
+  """
+  translator: object
+  leaves: str
+  model_dir: ModelDir
+  checkpoint: str
+  step: Union[int, list]
+
+  @property
+  def output_dir(self):
+    """`{model_dir}/decode/`, where `decode_split` and `choose_alpha` write."""
+    return self.model_dir.subdir(model_dir_lib.PARSE_DECODE_DIR)
+
+
+def load_parser(model_dirs, data_dir, checkpoint_paths=(), *, beam_size=None, alpha=None,
+                decode_extra_length=None, batch_tokens=None, constrained=True):
+  """Loads a trained parser (or an ensemble of several) for ``decode_split``.
 
   Args:
-    model_dir: str, a trained model dir.
-    data_dir: str, prepare's output folder.
-    splits: list[str], e.g. ["dev", "test"].
+    model_dirs: list of `ModelDir`s (several: one ensemble, `decoding.loading.load_models`).
+    data_dir: str, prepare's output folder (its stats.json gives the constraint's bounds).
+    checkpoint_paths: empty (the latest of each) or checkpoint prefixes.
     beam_size, alpha, decode_extra_length: None means the model's hparams
       (``DecodeConfig.resolve``).
-    alphas: empty, or alpha values to choose from on dev (``choose_alpha``); every
-      split is then scored with the chosen one (dev is not decoded twice).
     batch_tokens: padded source pieces per batch (None: DEFAULT_BATCH_TOKENS;
       each row decodes beam_size hypotheses).
-    max_sentences: see ``decode_split``.
-    checkpoint_path: None (latest) or a checkpoint prefix.
-      Ensembles (`decoding.loading.load_models`): model_dir and/or checkpoint_path may
-      be comma-separated lists; the outputs then go to the first model dir, and the
-      entry's "step" is the list of the checkpoints' steps.
     constrained: decode with ``TreeConstraint`` (well-formed trees only).
 
   Returns:
-    dict, the ``decode`` entry written.
+    A `Parser`.
 
   Raises:
-    FileNotFoundError: no model / checkpoint in model_dir (see
-      ``load_models``), or a split's files or stats.json are missing.
-    ValueError: stats.json from an older prepare (``read_data_stats``), a
-      decoding setting out of range, or models that do not form an ensemble
-      (``loading.EnsembleError``).
+    FileNotFoundError: no model / checkpoint in a model dir (see ``load_models``), or
+      stats.json is missing.
+    ValueError: stats.json from an older prepare (``read_data_stats``), a decoding setting
+      out of range, or models that do not form an ensemble (``loading.EnsembleError``).
   """
   # pylint: disable=import-outside-toplevel
-  from t2t_repro.decoding.loading import load_models, split_names
+  from t2t_repro.decoding.loading import load_models
   from t2t_repro.decoding.translator import DecodeConfig, Translator
   from t2t_repro.parsing import bracket_vocab as bracket_vocab_lib
-  model_dirs = split_names(model_dir)
-  model, hparams, tokenizer, paths = load_models(model_dirs, split_names(checkpoint_path))
-  model_dir, checkpoint_path = model_dirs[0], ",".join(paths)
+  model_dirs = [ModelDir(m) for m in model_dirs]
+  model, hparams, tokenizer, paths = load_models([m.path for m in model_dirs],
+                                                 list(checkpoint_paths))
   config = DecodeConfig.resolve(hparams, beam_size=beam_size, alpha=alpha,
                                 decode_extra_length=decode_extra_length,
                                 batch_tokens=batch_tokens or DEFAULT_BATCH_TOKENS)
   steps = [int(path.rsplit("-", 1)[1]) for path in paths]
-  step = steps[0] if len(steps) == 1 else steps
-  print(f"decoding with {checkpoint_path} (step {step}): beam "
-        f"{config.beam_size}, alpha {config.alpha}, max length "
-        f"input + {config.decode_extra_length}", flush=True)
-  entry = {"checkpoint": checkpoint_path, "step": step}
   stats = read_data_stats(data_dir)
-  leaves = stats["leaves"]
   constraint = bracket_vocab_lib.tree_constraint(tokenizer, stats) if constrained else None
-  translator = Translator(model, tokenizer, config, constraint)
-  output_dir, done = os.path.join(model_dir, "decode"), {}
-  if alphas:
-    alpha, done["dev"], entry["alpha_sweep"] = choose_alpha(
-        translator, data_dir, output_dir, alphas, max_sentences=max_sentences, leaves=leaves)
-    translator.config = dataclasses.replace(config, alpha=alpha)
-    print(f"alpha {alpha:g} chosen on dev", flush=True)
-  for split in splits:
-    result, info = done.get(split) or decode_split(
-        translator, data_dir, split, output_dir, max_sentences=max_sentences, leaves=leaves)
-    print(f"\n=== {split}: {info['sentences']} sentences decoded in "
-          f"{info['decode_seconds']:.1f} s ({info['sentences_per_second']:.2f} "
-          f"sent/s); {info['well_formed']} outputs well formed, "
-          f"{info['sentences'] - info['well_formed']} repaired", flush=True)
-    sys.stdout.write(evalb.format_report(result))
-    sys.stdout.flush()
-    entry[split] = {**info, "evalb": evalb.as_dict(result)}
-  update_json(os.path.join(model_dir, "parse_scores.json"), {"decode": entry})
-  return entry
+  return Parser(translator=Translator(model, tokenizer, config, constraint),
+                leaves=stats["leaves"], model_dir=model_dirs[0], checkpoint=",".join(paths),
+                step=steps[0] if len(steps) == 1 else steps)

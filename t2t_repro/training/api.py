@@ -60,7 +60,7 @@ def train(config):
   """
   with signals.exit_at_once(), tempfile.TemporaryDirectory(prefix="t2t_vocab_") as staging:
     hp, problem = preflight.validate(config)
-    model_dir = config.model_dir
+    model_dir = ModelDir(config.model_dir)
     preflight.check_data_files(config, problem)
     preflight.check_model_dir(model_dir, hp)
     init = preflight.check_init_from(config, hp, problem)
@@ -77,7 +77,7 @@ def train(config):
     tokenizer, vocab_path = preflight.prepare_vocab(config, problem, hp, staging,
                                                     init[1] if init else None)
     data_cache_dir = config.vocab_dir or preflight.staged_corpus_records(model_dir, staging)
-    trainer = trainer_lib.Trainer(hp, strategy, model_dir, accum_steps=config.accum_steps,
+    trainer = trainer_lib.Trainer(hp, strategy, model_dir.path, accum_steps=config.accum_steps,
                                   jit_compile=config.jit_compile,
                                   mixed_precision=config.mixed_precision,
                                   keep_checkpoint_max=config.keep_checkpoint_max,
@@ -89,13 +89,13 @@ def train(config):
     elif init:
       preflight.initialize_weights(trainer, init[0])
     run_info = {"hparams": hparams_lib.describe(config.hparams, hp),
-                "vocab": ModelDir(model_dir).vocab_path, "restored": restored,
+                "vocab": model_dir.vocab_path, "restored": restored,
                 "init_from": None if restored or not init else init[0],
                 "flags": dataclasses.asdict(config), "update_changed": update_changed}
 
     def commit():
       if trainer.chief:
-        preflight.write_model_dir(config, hp, vocab_path, update["replicas"], staging)
+        preflight.write_model_dir(model_dir, config, hp, vocab_path, update["replicas"], staging)
 
     return loop.run(trainer, problem, tokenizer, config, data_cache_dir=data_cache_dir,
                     before_training=commit, run_info=run_info)

@@ -5,9 +5,9 @@ Object-based, as tensor2tensor's avg_checkpoints.py but through the model: the m
 is built from hparams.json, each checkpoint is restored into it
 (`model.weights.restore_weights`, every weight checked), the MODEL weights are
 averaged element-wise (float64 sums; optimizer slots are not read), and the result
-is written as a complete model dir (`model.weights.write_weights_model_dir`) under the
-global step of the newest source checkpoint, with an `averaged.json` naming the
-sources. Used by `tools/average_checkpoints.py` and by `train --average_last=N`.
+is written as a complete model dir (`ModelDir.write_weights`, staged: the output folder
+appears complete or not at all) under the global step of the newest source checkpoint, with
+an `averaged.json` naming the sources. Used by `tools/average_checkpoints.py` and by `train --average_last=N`.
 """
 
 import os
@@ -17,31 +17,34 @@ import sys
 import numpy as np
 import tensorflow as tf
 
+from t2t_repro import model_dir as model_dir_lib
 from t2t_repro.model.transformer import Transformer
-from t2t_repro.model.weights import restore_weights, write_weights_model_dir
-from t2t_repro.model_dir import ModelDir
+from t2t_repro.model.weights import restore_weights
+from t2t_repro.model_dir import ModelDir, checkpoint_exists
 
 
 def last_checkpoints(model_dir, num_last):
-  """The last `num_last` checkpoints of the `checkpoint` state file, oldest first.
+  """The last `num_last` checkpoints of a `ModelDir`'s `checkpoint` state file, oldest first.
 
   Raises:
     FileNotFoundError: no state file, or a listed checkpoint is gone.
     ValueError: fewer than num_last checkpoints (the message lists them).
   """
-  state = tf.train.get_checkpoint_state(model_dir)
-  if state is None:
-    raise FileNotFoundError(f"no 'checkpoint' state file in {model_dir}")
-  paths = list(state.all_model_checkpoint_paths)
+  model_dir = ModelDir(model_dir)
+  paths = model_dir.checkpoint_paths()
+  if paths is None:
+    raise FileNotFoundError(
+        f"no '{model_dir_lib.CHECKPOINT_STATE_FILE}' state file in {model_dir.path}")
   if len(paths) < num_last:
-    raise ValueError(f"{model_dir} lists {len(paths)} checkpoints, fewer than `num_last`="
+    raise ValueError(f"{model_dir.path} lists {len(paths)} checkpoints, fewer than `num_last`="
                      f"{num_last}: {[os.path.basename(p) for p in paths]}; average those with "
                      f"`num_last`={len(paths)}, or train with a smaller `save_checkpoints_steps` "
                      "to keep more")
   paths = paths[-num_last:]
   for path in paths:
-    if not tf.io.gfile.exists(f"{path}.index"):
-      raise FileNotFoundError(f"checkpoint {path} is listed in {model_dir}/checkpoint but missing")
+    if not checkpoint_exists(path):
+      raise FileNotFoundError(f"checkpoint {path} is listed in "
+                              f"{model_dir.file(model_dir_lib.CHECKPOINT_STATE_FILE)} but missing")
   return paths
 
 
@@ -61,13 +64,13 @@ def checkpoint_step(path):
   raise ValueError(f"cannot tell the global step of checkpoint {path}")
 
 
-def _check_output_dir(output_dir, source_dirs):
-  real = os.path.realpath(output_dir)
+def _check_output_dir(output_dir, source_dirs, replace):
+  real = os.path.realpath(output_dir.path)
   for source in source_dirs:
     if real == os.path.realpath(source):
-      raise ValueError(f"`output_dir` {output_dir} is a source folder; choose a new folder")
-  if os.path.exists(output_dir) and os.listdir(output_dir):
-    raise ValueError(f"`output_dir` {output_dir} exists and is not empty")
+      raise ValueError(f"`output_dir` {output_dir.path} is a source folder; choose a new folder")
+  if not replace and output_dir.exists() and tf.io.gfile.listdir(output_dir.path):
+    raise ValueError(f"`output_dir` {output_dir.path} exists and is not empty")
 
 
 def average_weights(checkpoints, hparams):
@@ -97,14 +100,16 @@ def average_weights(checkpoints, hparams):
   return model
 
 
-def average_checkpoints(checkpoints, output_dir, model_dir=None):
+def average_checkpoints(checkpoints, output_dir, model_dir=None, replace=False):
   """Averages the model weights of `checkpoints` into a new model dir.
 
   Args:
     checkpoints: list of checkpoint prefixes (at least one).
-    output_dir: new or empty folder, not a source folder.
-    model_dir: where hparams.json / vocab.model / flags.json are (default: the
-      folder of the first checkpoint).
+    output_dir: a `ModelDir`, new or empty, not a source folder; written staged
+      (`ModelDir.write_dir`), so it is complete or untouched.
+    model_dir: the `ModelDir` whose hparams.json / vocab.model / flags.json are taken
+      (default: the folder of the first checkpoint).
+    replace: an existing `output_dir` is replaced (train's `averaged/`) instead of refused.
 
   Returns:
     (path of the written checkpoint `{output_dir}/ckpt-{step of the newest}`,
@@ -117,15 +122,17 @@ def average_checkpoints(checkpoints, output_dir, model_dir=None):
   """
   if not checkpoints:
     raise ValueError("no checkpoints to average")
-  model_dir = model_dir or os.path.dirname(checkpoints[0])
-  _check_output_dir(output_dir, {model_dir} | {os.path.dirname(p) for p in checkpoints})
+  model_dir = ModelDir(model_dir or os.path.dirname(checkpoints[0]))
+  output_dir = ModelDir(output_dir)
+  _check_output_dir(output_dir, {model_dir.path} | {os.path.dirname(p) for p in checkpoints},
+                    replace)
   for path in checkpoints:
-    if not tf.io.gfile.exists(f"{path}.index"):
+    if not checkpoint_exists(path):
       raise FileNotFoundError(f"checkpoint {path} does not exist (no .index file)")
-  hparams = ModelDir(model_dir).read_hparams()
+  hparams = model_dir.read_hparams()
   model = average_weights(checkpoints, hparams)
   step = max(checkpoint_step(p) for p in checkpoints)
-  path = write_weights_model_dir(
-      model, step, model_dir, output_dir, "averaged.json",
-      {"checkpoints": [os.path.abspath(p) for p in checkpoints], "step": step})
-  return path, model
+  info = {"checkpoints": [model_dir_lib.absolute(p) for p in checkpoints], "step": step}
+  output_dir.write_dir(lambda staging: staging.write_weights(
+      model, step, model_dir, model_dir_lib.AVERAGED_INFO_FILE, info))
+  return output_dir.latest_checkpoint(), model

@@ -13,17 +13,12 @@ it restores the state on resume.
 """
 
 import dataclasses
-import json
-import os
 import shutil
 import tempfile
 from typing import Optional
 
-from t2t_repro import fileio
 from t2t_repro import model_dir as model_dir_lib
-from t2t_repro.model.weights import write_weights_model_dir
-
-STATE_FILE = "early_stopping.json"
+from t2t_repro.model_dir import ModelDir
 
 
 @dataclasses.dataclass
@@ -67,29 +62,29 @@ class BestCheckpoint:
   """Keeps `{model_dir}/best/` and the patience state of a run (chief writes, see `update`).
 
   Args:
-    model_dir: the run's model dir (holds hparams.json, flags.json, vocab.model).
+    model_dir: the run's `ModelDir` (holds hparams.json, flags.json, vocab.model).
     metric, patience, min_improvement: see `Patience`.
     chief: only the chief writes files; the others keep the same state.
   """
 
   def __init__(self, model_dir, metric, patience=0, min_improvement=0.0, chief=True):
-    self.model_dir, self.chief = model_dir, chief
-    self.dir = os.path.join(model_dir, model_dir_lib.BEST_DIR)
-    self.state_path = os.path.join(model_dir, STATE_FILE)
+    self.model_dir, self.chief = ModelDir(model_dir), chief
+    self.best_dir = self.model_dir.subdir(model_dir_lib.BEST_DIR)
+    self.dir = self.best_dir.path
+    self.state_path = self.model_dir.file(model_dir_lib.EARLY_STOPPING_FILE)
     self.patience = Patience(metric, patience, min_improvement)
-    self.info = read_best(self.dir)
+    self.info = read_best(self.best_dir)
     if self.info is not None and self.info["metric"] == metric:
       self.patience.best = self.info["value"]
-      if os.path.exists(self.state_path):
-        with open(self.state_path, encoding="utf-8") as f:
-          state = json.load(f)
-        if state["metric"] == metric:
-          self.patience.bad_evaluations = state["bad_evaluations"]
+      state = self.model_dir.read_json(model_dir_lib.EARLY_STOPPING_FILE, required=False)
+      if state is not None and state["metric"] == metric:
+        self.patience.bad_evaluations = state["bad_evaluations"]
     elif self.info is not None:  # another metric: start over
       self.info = None
 
   def update(self, model, dev_stats):
-    """Records the dev stats of one evaluation; writes best/ when the metric improved.
+    """Records the dev stats of one evaluation; writes best/ when the metric improved
+    (`ModelDir.write_dir`: the old best/ stays complete until the new one is).
 
     Args:
       model: the trained `Transformer` (its weights are written on improvement).
@@ -103,15 +98,21 @@ class BestCheckpoint:
     if improved:
       self.info = {"metric": self.patience.metric, "value": value,
                    "step": dev_stats["step"], "bleu_lines": dev_stats.get("bleu_lines", 0)}
-      target = self.dir if self.chief else tempfile.mkdtemp(prefix="t2t_worker_best_")
-      write_weights_model_dir(model, dev_stats["step"], self.model_dir, target, "best.json",
-                              self.info)
-      if not self.chief:  # took part in the save (collectives); the chief's copy counts
-        shutil.rmtree(target, ignore_errors=True)
+
+      def write(staging):
+        staging.write_weights(model, dev_stats["step"], self.model_dir,
+                              model_dir_lib.BEST_INFO_FILE, self.info)
+
+      if self.chief:
+        self.best_dir.write_dir(write)
+      else:  # takes part in the save (collectives); the chief's copy counts
+        scratch = tempfile.mkdtemp(prefix="t2t_worker_best_")
+        write(ModelDir(scratch))
+        shutil.rmtree(scratch, ignore_errors=True)
     if self.chief:
-      fileio.write_json(self.state_path,
-                        {"metric": self.patience.metric, "best": self.patience.best,
-                         "bad_evaluations": self.patience.bad_evaluations})
+      self.model_dir.write_json(model_dir_lib.EARLY_STOPPING_FILE,
+                                {"metric": self.patience.metric, "best": self.patience.best,
+                                 "bad_evaluations": self.patience.bad_evaluations})
     return improved
 
   @property
@@ -125,9 +126,5 @@ class BestCheckpoint:
 
 
 def read_best(best_dir):
-  """best.json of a best/ folder as a dict, or None when there is none."""
-  path = os.path.join(best_dir, "best.json")
-  if not os.path.exists(path):
-    return None
-  with open(path, encoding="utf-8") as f:
-    return json.load(f)
+  """best.json of a best/ folder (a `ModelDir`) as a dict, or None when there is none."""
+  return ModelDir(best_dir).read_json(model_dir_lib.BEST_INFO_FILE, required=False)

@@ -1,7 +1,9 @@
 """Checkpoint files written by training: disk-full handling, leftovers, sizes.
 
-Restoring and writing a model's weights: `t2t_repro.model.weights`; loading a model dir
-for inference: `t2t_repro.decoding.loading`.
+Restoring a model's weights: `t2t_repro.model.weights`; writing a model dir's files:
+`t2t_repro.model_dir.ModelDir`; loading a model dir for inference: `t2t_repro.decoding.loading`.
+The checkpoints themselves are written by TensorFlow's `tf.train.CheckpointManager`
+(`training.trainer`); the leftovers removed here are local files.
 """
 
 import errno
@@ -11,6 +13,7 @@ import shutil
 
 import tensorflow as tf
 
+from t2t_repro import model_dir as model_dir_lib
 from t2t_repro.errors import DataError
 
 
@@ -29,7 +32,8 @@ def is_disk_full(error):
 def partial_checkpoints(model_dir):
   """Leftovers of interrupted checkpoint writes: `ckpt-N_temp*` files and folders
   (TensorFlow writes `{prefix}_temp/part-*` and renames them when done)."""
-  return sorted(glob.glob(os.path.join(glob.escape(model_dir), "ckpt-*_temp*")))
+  return sorted(glob.glob(os.path.join(glob.escape(model_dir),
+                                       f"{model_dir_lib.CHECKPOINT_PREFIX}-*_temp*")))
 
 
 def remove_partial_checkpoints(model_dir):

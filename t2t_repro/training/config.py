@@ -148,50 +148,6 @@ class TrainConfig:
             for s in ("train", "dev", "test") for side in ("src", "tgt")}
 
 
-def _convert(field, text):
-  """The value of "--name=text" for `field` (a dataclasses.Field of TrainConfig)."""
-  kind = settings.field_kind(field)
-  if text.lower() in ("none", "") and field.default is None:
-    return None
-  if kind is bool:
-    if text.lower() not in ("true", "false", "1", "0"):
-      raise errors.UsageError(f"`{field.name}`={text}: expected true or false")
-    return text.lower() in ("true", "1")
-  try:
-    return kind(text)
-  except ValueError:
-    raise errors.UsageError(f"`{field.name}`={text}: expected {kind.__name__}") from None
-
-
-def with_args(config, args):
-  """A copy of `config` with command-line style settings applied.
-
-  Args:
-    config: a `TrainConfig`.
-    args: strings "--name=value", "--name" (true) or "--noname" (false), as the
-      train command takes them.
-
-  Returns:
-    A new `TrainConfig`.
-
-  Raises:
-    errors.UsageError (a ValueError): an unknown name, a value of the wrong type (the
-      message names it) or out of range (`TrainConfig`).
-  """
-  fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
-  changes = {}
-  for arg in args:
-    name, _, value = arg.lstrip("-").partition("=")
-    if "=" not in arg and name.startswith("no") and name[2:] in fields:
-      name, value = name[2:], "false"
-    elif "=" not in arg:
-      value = "true"
-    if name not in fields:
-      raise errors.UsageError(f"{arg!r} is not a setting of the train command")
-    changes[name] = _convert(fields[name], value)
-  return dataclasses.replace(config, **changes)
-
-
 @dataclasses.dataclass
 class TrainResult:
   """What `training.api.train` returns.

@@ -1,12 +1,12 @@
 """Dev evaluation during training: dev loss, dev BLEU and the TensorBoard dev writer."""
 
-import os
-
 import tensorflow as tf
 from absl import logging
 
 from t2t_repro import evaluation
+from t2t_repro import model_dir as model_dir_lib
 from t2t_repro.decoding.translator import DecodeConfig, Translator
+from t2t_repro.model_dir import ModelDir
 from t2t_repro.training import report
 from t2t_repro.training.signals import exit_at_once
 
@@ -51,7 +51,8 @@ class Evaluator:
     self.trainer, self.dev, self.dev_data = trainer, dev, dev_data
     self.tokenizer, self.bleu_lines, self.target_lang = tokenizer, bleu_lines, target_lang
     self.progress = progress
-    self.writer = tf.summary.create_file_writer(os.path.join(trainer.model_dir, "dev")) \
+    self.writer = tf.summary.create_file_writer(
+        ModelDir(trainer.model_dir).file(model_dir_lib.DEV_EVENTS_DIR)) \
         if trainer.chief else None
 
   def __call__(self, step, label="dev"):

@@ -3,9 +3,7 @@ early stopping, averaging at the end, TensorBoard; what it prints goes through `
 (progress) and `report` (startup and closing blocks)."""
 
 import os
-import shutil
 import sys
-import tempfile
 import time
 
 import tensorflow as tf
@@ -19,7 +17,7 @@ from t2t_repro.training import averaging, report
 from t2t_repro.training.best import BestCheckpoint
 from t2t_repro.training.config import TrainResult
 from t2t_repro.training.evaluator import Evaluator, bleu
-from t2t_repro.model.weights import write_weights_model_dir
+from t2t_repro.model_dir import ModelDir
 from t2t_repro.training.signals import StopSignal, exit_at_once
 
 # Training pairs (in file order) whose lengths are counted at the start of a run; only when
@@ -253,7 +251,8 @@ class _Run:
     """The training steps; returns the `TrainResult` (see `run`)."""
     trainer, config, progress, result = self.trainer, self.config, self.progress, self.result
     start_step = trainer.step
-    writer = tf.summary.create_file_writer(os.path.join(trainer.model_dir, "train")) \
+    writer = tf.summary.create_file_writer(
+        ModelDir(trainer.model_dir).file(model_dir_lib.TRAIN_EVENTS_DIR)) \
         if trainer.chief else None
     if writer is not None:
       report.write_hparams(writer, trainer, self.run_info)
@@ -370,15 +369,13 @@ class _Run:
   def _average_last(self):
     """Averages the last `average_last` checkpoints (fewer if fewer are kept) into
     `{model_dir}/averaged/`, replacing an earlier one. Returns (model, count)."""
-    model_dir = self.trainer.model_dir
-    paths = list(tf.train.get_checkpoint_state(model_dir).all_model_checkpoint_paths)
-    paths = paths[-self.config.average_last:]
+    model_dir = ModelDir(self.trainer.model_dir)
+    paths = model_dir.checkpoint_paths()[-self.config.average_last:]
     if len(paths) < self.config.average_last:
       self.progress.line(f"--average_last={self.config.average_last}: only {len(paths)} "
                          "checkpoints are kept; averaging those")
-    self.result.averaged, (_, model) = _replace_dir(
-        model_dir, model_dir_lib.AVERAGED_DIR, lambda staging: averaging.average_checkpoints(paths, staging,
-                                                                              model_dir))
+    self.result.averaged, model = averaging.average_checkpoints(
+        paths, model_dir.subdir(model_dir_lib.AVERAGED_DIR), model_dir, replace=True)
     self.progress.line(f"averaged {len(paths)} checkpoints into {self.result.averaged}")
     return model, len(paths)
 
@@ -386,31 +383,17 @@ class _Run:
     """Writes the moving average of the weights as `{model_dir}/ema/` (replacing an earlier
     one) and evaluates it on dev; records both in `result.ema`."""
     trainer = self.trainer
+    model_dir = ModelDir(trainer.model_dir)
+    ema_dir = model_dir.subdir(model_dir_lib.EMA_DIR)
     with trainer.ema_weights() as model:
-      path, _ = _replace_dir(trainer.model_dir, model_dir_lib.EMA_DIR, lambda staging: write_weights_model_dir(
-          model, trainer.step, trainer.model_dir, staging, "ema.json",
+      ema_dir.write_dir(lambda staging: staging.write_weights(
+          model, trainer.step, model_dir, model_dir_lib.EMA_INFO_FILE,
           {"ema_decay": self.config.ema_decay, "step": trainer.step}))
+      path = ema_dir.latest_checkpoint()
       self.progress.line(f"wrote the moving average of the weights (decay "
                          f"{self.config.ema_decay:g}) to {path}")
       dev = evaluator(trainer.step, label="ema dev") if evaluator is not None else {}
     self.result.ema = {"checkpoint": path, "dev": dev}
-
-
-def _replace_dir(model_dir, name, write):
-  """Calls write(staging folder) and puts the folder at `{model_dir}/{name}` by renames,
-  so a reader sees the old complete folder or the new one. Returns (its latest checkpoint,
-  what `write` returned)."""
-  target = os.path.join(model_dir, name)
-  staging = tempfile.mkdtemp(prefix=f".{name}.new-", dir=model_dir)
-  written = write(staging)
-  if os.path.isdir(target):
-    old = tempfile.mkdtemp(prefix=f".{name}.old-", dir=model_dir)
-    os.rename(target, os.path.join(old, name))
-    os.rename(staging, target)
-    shutil.rmtree(old, ignore_errors=True)
-  else:
-    os.rename(staging, target)
-  return tf.train.latest_checkpoint(target), written
 
 
 class _Throughput:

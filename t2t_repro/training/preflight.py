@@ -1,24 +1,21 @@
 """Everything a training run checks and prepares before its first write to the model dir
 (docs/RELIABILITY.md): the model dir, hparams, data files, a resume's hparams and update
-settings, the vocabulary; then the atomic write of the model dir's files. `TrainConfig`
-checks its own fields and their combinations.
+settings, the vocabulary; then the staged write of the model dir's files (`ModelDir`).
+`TrainConfig` checks its own fields and their combinations.
 
 The messages name the `TrainConfig` fields between backticks (`errors.SETTING_MARK`): the
 train command writes them as its flags.
 """
 
 import dataclasses
-import glob
 import os
-import shutil
-import tempfile
 import time
 
 from absl import logging
 
 from t2t_repro import errors
-from t2t_repro import fileio
 from t2t_repro import hparams as hparams_lib
+from t2t_repro import model_dir as model_dir_lib
 from t2t_repro.model_dir import ModelDir
 
 # Settings that define one optimizer update; a resume that changes them is refused.
@@ -83,8 +80,8 @@ def check_data_files(config, problem):
 
 
 def check_model_dir(model_dir, hp):
-  """On resume the hparams must equal the saved hparams.json (train_steps may change;
-  batch_tokens is an update setting, see `check_update_settings`).
+  """On resume the hparams must equal the saved hparams.json of `model_dir` (a `ModelDir`;
+  train_steps may change; batch_tokens is an update setting, see `check_update_settings`).
 
   Raises:
     errors.UsageError: naming the differing hparams.
@@ -102,7 +99,7 @@ def check_model_dir(model_dir, hp):
 
 
 def saved_update_settings(model_dir):
-  """The `UPDATE_SETTINGS` a model dir was trained with, each read where it is written
+  """The `UPDATE_SETTINGS` a `ModelDir` was trained with, each read where it is written
   once: batch_tokens from hparams.json, the others from flags.json (of runs written
   before that, its "update" block); {} without flags.json (a new dir, an averaged one)."""
   files = ModelDir(model_dir)
@@ -179,9 +176,9 @@ def check_init_from(config, hp, problem):
     return None
   from t2t_repro.data import vocab as vocab_lib  # pylint: disable=import-outside-toplevel
   source = config.init_from.rstrip("/")
-  if os.path.isdir(source):
+  if ModelDir(source).exists():
     source_dir, checkpoint = source, None
-  elif os.path.exists(f"{source}.index"):
+  elif model_dir_lib.checkpoint_exists(source):
     source_dir, checkpoint = os.path.dirname(source), source
   else:
     raise errors.UsageError(f"`init_from`={config.init_from}: {source} is neither a model dir "
@@ -193,7 +190,7 @@ def check_init_from(config, hp, problem):
     saved = source_files.read_hparams()
   except (FileNotFoundError, ValueError) as e:
     raise errors.UsageError(f"`init_from`={config.init_from}: {e}") from None
-  if os.path.abspath(source_dir) == os.path.abspath(config.model_dir):
+  if model_dir_lib.absolute(source_dir) == model_dir_lib.absolute(config.model_dir):
     raise errors.UsageError(f"`init_from`={config.init_from} is `model_dir` itself: to "
                             "continue a run, rerun it without `init_from`")
   diffs = [f"{k}: {getattr(saved, k)!r} there vs {getattr(hp, k)!r} here" for k in SHAPE_HPARAMS
@@ -202,11 +199,12 @@ def check_init_from(config, hp, problem):
     raise errors.UsageError(f"`init_from`={config.init_from} is a model of another shape than "
                             f"`hparams`={config.hparams} `hparams_override`="
                             f"{config.hparams_override} ({'; '.join(diffs)}); give "
-                            f"`hparams`={source_dir}/hparams.json")
+                            f"`hparams`={source_files.hparams_path}")
   vocab = source_files.vocab_path
   if config.vocab_dir:
     cached = vocab_lib.vocab_path(problem, hp.vocab_size, config.vocab_dir, lowercase=hp.lowercase)
-    if os.path.exists(cached) and _bytes(cached) != _bytes(vocab):
+    if os.path.exists(cached) and (_bytes(cached)
+                                   != source_files.read_bytes(model_dir_lib.VOCAB_FILE)):
       raise errors.UsageError(f"`vocab_dir`={config.vocab_dir} holds another vocabulary "
                               f"({cached}) than `init_from`={config.init_from} ({vocab}); a "
                               "fine-tuned model keeps its source's: drop `vocab_dir` or point it "
@@ -244,10 +242,9 @@ def prepare_vocab(config, problem, hp, staging_dir, init_vocab=None):
     errors.DataError: the training text cannot give a vocabulary of that size.
   """
   from t2t_repro.data import vocab as vocab_lib  # pylint: disable=import-outside-toplevel
-  path = ModelDir(config.model_dir).vocab_path
-  if not os.path.exists(path) and init_vocab:
-    path = init_vocab
-  if not os.path.exists(path):
+  files = ModelDir(config.model_dir)
+  path = files.vocab_path if files.has(model_dir_lib.VOCAB_FILE) else init_vocab
+  if path is None:
     try:
       path = vocab_lib.get_or_learn_vocab(problem, hp.vocab_size, config.vocab_dir or staging_dir,
                                           lowercase=hp.lowercase)
@@ -265,45 +262,43 @@ def prepare_vocab(config, problem, hp, staging_dir, init_vocab=None):
 
 
 def staged_corpus_records(model_dir, staging_dir):
-  """Copies the model dir's validation records of the training text (`data.corpus`,
+  """Copies the `ModelDir`'s validation records of the training text (`data.corpus`,
   `corpus.*.json`) into `staging_dir` and returns it: the data phase reads and writes
   records there, and `write_model_dir` copies them back, so a run that fails its
   checks leaves the model dir as it was while a restart still skips validation."""
-  for path in glob.glob(os.path.join(model_dir, "corpus.*.json")):
-    shutil.copyfile(path, os.path.join(staging_dir, os.path.basename(path)))
+  staging = ModelDir(staging_dir)
+  for path in ModelDir(model_dir).glob(model_dir_lib.CORPUS_RECORD.format(key="*")):
+    staging.copy_file(path, os.path.basename(path))
   return staging_dir
 
 
-def write_model_dir(config, hp, vocab_path, replicas, staging_dir):
+def write_model_dir(model_dir, config, hp, vocab_path, replicas, staging_dir):
   """Writes vocab.model, hparams.json, flags.json and the staged corpus records
-  (`staged_corpus_records`), once every check passed. flags.json holds the `TrainConfig`,
-  "time" and "replicas" (the strategy's replica count).
+  (`staged_corpus_records`) to `model_dir` (a `ModelDir`), once every check passed.
+  flags.json holds the `TrainConfig`, "time" and "replicas" (the strategy's replica count).
 
-  A new model dir is written under a temporary name next to it and renamed, so it
-  appears complete or not at all; in an existing one each file is replaced
-  atomically and leftovers of interrupted checkpoint writes are removed.
+  A new model dir is built in a temporary sibling folder and renamed (`ModelDir.write_dir`),
+  so it appears complete or not at all; in an existing one each file is replaced by a
+  rename (`ModelDir.write_bytes`) and leftovers of interrupted checkpoint writes are removed.
   """
   from t2t_repro.training import checkpoints  # pylint: disable=import-outside-toplevel
-  fresh = not os.path.isdir(config.model_dir)
-  model_dir = os.path.abspath(config.model_dir)  # also drops a trailing "/"
-  parent = os.path.dirname(model_dir)
-  os.makedirs(parent, exist_ok=True)
-  target = tempfile.mkdtemp(prefix=f".{os.path.basename(model_dir)}.new-", dir=parent) \
-      if fresh else model_dir
-  if not fresh:
-    removed, freed = checkpoints.remove_partial_checkpoints(model_dir)
-    if removed:
-      logging.warning("removed %d leftovers of interrupted checkpoint writes (%d bytes): %s",
-                      len(removed), freed, ", ".join(removed))
-  files = ModelDir(target)
-  if os.path.abspath(vocab_path) != os.path.abspath(files.vocab_path):
-    with open(vocab_path, "rb") as f:
-      fileio.write_atomic(files.vocab_path, f.read())
-  for path in glob.glob(os.path.join(staging_dir, "corpus.*.json")):
-    with open(path, "rb") as f:
-      fileio.write_atomic(os.path.join(target, os.path.basename(path)), f.read())
-  fileio.write_json(files.hparams_path, hp.to_dict())
-  fileio.write_json(files.flags_path,
-                    dataclasses.asdict(config) | {"time": time.ctime(), "replicas": replicas})
-  if fresh:
-    os.rename(target, model_dir)
+  model_dir = ModelDir(model_dir)
+  records = ModelDir(staging_dir).glob(model_dir_lib.CORPUS_RECORD.format(key="*"))
+
+  def write(files):
+    if model_dir_lib.absolute(vocab_path) != model_dir_lib.absolute(model_dir.vocab_path):
+      files.copy_file(vocab_path, model_dir_lib.VOCAB_FILE)
+    for path in records:
+      files.copy_file(path, os.path.basename(path))
+    files.write_json(model_dir_lib.HPARAMS_FILE, hp.to_dict())
+    files.write_json(model_dir_lib.FLAGS_FILE,
+                     dataclasses.asdict(config) | {"time": time.ctime(), "replicas": replicas})
+
+  if not model_dir.exists():
+    model_dir.write_dir(write)
+    return
+  removed, freed = checkpoints.remove_partial_checkpoints(model_dir.path)
+  if removed:
+    logging.warning("removed %d leftovers of interrupted checkpoint writes (%d bytes): %s",
+                    len(removed), freed, ", ".join(removed))
+  write(model_dir)

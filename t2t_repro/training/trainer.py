@@ -19,6 +19,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from t2t_repro import model_dir as model_dir_lib
 from t2t_repro.constants import PAD_ID
 from t2t_repro.model.transformer import Transformer
 from t2t_repro.training import checkpoints
@@ -205,7 +206,8 @@ class Trainer:
     # they write to a scratch folder outside model_dir that is deleted after each save.
     ckpt_dir = model_dir if self.chief else tempfile.mkdtemp(prefix="t2t_worker_ckpt_")
     self.manager = tf.train.CheckpointManager(self.checkpoint, ckpt_dir,
-                                              max_to_keep=keep_checkpoint_max)
+                                              max_to_keep=keep_checkpoint_max,
+                                              checkpoint_name=model_dir_lib.CHECKPOINT_PREFIX)
     self._forward = tf.function(self._forward_backward, jit_compile=True) if jit_compile \
         else self._forward_backward
     self._train_step = tf.function(self._distributed_step, autograph=False)
@@ -292,7 +294,7 @@ class Trainer:
       checkpoints.remove_partial_checkpoints(self.manager.directory)
       raise checkpoints.DiskFullError(
           f"`model_dir`={self.model_dir}: no space left on device writing checkpoint "
-          f"ckpt-{self.step}: it needs about {self.checkpoint_bytes()} bytes, "
+          f"{model_dir_lib.CHECKPOINT_PREFIX}-{self.step}: it needs about {self.checkpoint_bytes()} bytes, "
           f"{shutil.disk_usage(self.manager.directory).free} are free; the earlier checkpoints "
           "are intact") from None
     if not self.chief:  # drop the scratch copy, keep the folder for the next save
