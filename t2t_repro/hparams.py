@@ -62,6 +62,11 @@ class HParams:
   relu_dropout: float = setting(
       0.0, "Dropout after the FFN ReLU (0 in the paper; t2t 0.1).", min_value=0, below=1)
   label_smoothing: float = setting(0.1, "eps_ls (§5.4).", min_value=0, below=1)
+  rdrop_alpha: float = setting(
+      0.0, "R-Drop (Liang et al. 2021, eq. 3): each training pair runs twice with its own "
+      "dropout masks and the loss adds this weight times the symmetric KL divergence of the "
+      "two output distributions (0: off; the paper uses 5 for IWSLT translation). Doubles the "
+      "computation of an update.", min_value=0)
   vocab_size: int = setting(37000, "Size of the shared source/target BPE vocabulary [tokens].",
                             min_value=1)
   lowercase: bool = setting(

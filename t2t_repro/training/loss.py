@@ -84,9 +84,39 @@ def smoothed_cross_entropy(hidden, matrix, labels, weights, label_smoothing):
   return tf.reduce_sum(smoothed * weights), tf.reduce_sum(nll * weights)
 
 
-def batch_loss_sums(model, batch, label_smoothing, training, static_shapes=False):
+def symmetric_kl_sum(hidden_a, hidden_b, matrix, weights):
+  """Sum over tokens of KL(p_a || p_b) + KL(p_b || p_a) of two passes' output distributions.
+
+  R-Drop's consistency term (Liang et al. 2021, eq. 2): p = softmax(hidden @ matrix^T), the
+  tied output layer, in float32; sum_v (p_a - p_b)(log p_a - log p_b) per token.
+
+  Args:
+    hidden_a, hidden_b: float [num_tokens, d_model], the decoder outputs of the same target
+      tokens under two dropout masks.
+    matrix: float32 [V, d_model], the shared embedding matrix E.
+    weights: float32 [num_tokens], 1 for real tokens, 0 for padding.
+
+  Returns:
+    float32 scalar [nats], differentiable in both passes.
+  """
+  def log_probs(hidden):
+    logits = tf.matmul(hidden, tf.cast(matrix, hidden.dtype), transpose_b=True)
+    return tf.nn.log_softmax(tf.cast(logits, tf.float32))
+
+  log_a, log_b = log_probs(hidden_a), log_probs(hidden_b)
+  per_token = tf.reduce_sum((tf.exp(log_a) - tf.exp(log_b)) * (log_a - log_b), axis=-1)
+  return tf.reduce_sum(per_token * weights)
+
+
+def batch_loss_sums(model, batch, label_smoothing, training, static_shapes=False, rdrop_alpha=0.0):
   """Teacher-forced loss sums of one batch (§5.4): the one computation behind a training
   step, the trainer's dev loss and `perplexity.perplexity`.
+
+  With `rdrop_alpha` > 0 and `training`, R-Drop (Liang et al. 2021): the batch runs twice
+  (concatenated, so every copy gets its own dropout masks) and the smoothed sum is
+  (CE_1 + CE_2) / 2 + rdrop_alpha / 4 * (KL(p_1 || p_2) + KL(p_2 || p_1)) over the batch's
+  tokens, the ratio of cross-entropy to KL of their fairseq criterion; the nll sum is the
+  two passes' mean.
 
   Args:
     model: a `Transformer`.
@@ -96,24 +126,31 @@ def batch_loss_sums(model, batch, label_smoothing, training, static_shapes=False
     training: dropout on (True) or off.
     static_shapes: project every position and weight padding by 0 (static shapes, for
       XLA); otherwise only the real target tokens get logits and a softmax.
+    rdrop_alpha: R-Drop's weight of the symmetric KL (0: off; used only when training).
 
   Returns:
     (smoothed_sum, nll_sum, target_tokens, source_tokens): float32 scalars; the sums
     are in nats over the real (non-pad) target tokens, EOS included [tokens].
   """
   inputs, targets = batch["inputs"], batch["targets"]
-  memory, src_bias = model.encode(inputs, training=training)
-  hidden = model.decoder_hidden(targets, memory, src_bias, training=training)
-  mask = tf.not_equal(targets, PAD_ID)
+  copies = 2 if training and rdrop_alpha > 0 else 1
+  run_inputs, run_targets = (tf.concat([inputs] * copies, 0), tf.concat([targets] * copies, 0))
+  memory, src_bias = model.encode(run_inputs, training=training)
+  hidden = model.decoder_hidden(run_targets, memory, src_bias, training=training)
+  mask = tf.not_equal(run_targets, PAD_ID)
   if static_shapes:
     hidden = tf.reshape(hidden, [-1, tf.shape(hidden)[-1]])
-    labels = tf.reshape(targets, [-1])
+    labels = tf.reshape(run_targets, [-1])
     weights = tf.cast(tf.reshape(mask, [-1]), tf.float32)
   else:
     hidden = tf.boolean_mask(hidden, mask)
-    labels = tf.boolean_mask(targets, mask)
+    labels = tf.boolean_mask(run_targets, mask)
     weights = tf.ones_like(labels, tf.float32)
-  smoothed, nll = smoothed_cross_entropy(hidden, model.embedding.embeddings, labels, weights,
-                                        label_smoothing)
-  return (smoothed, nll, tf.reduce_sum(tf.cast(mask, tf.float32)),
+  matrix = model.embedding.embeddings
+  smoothed, nll = smoothed_cross_entropy(hidden, matrix, labels, weights, label_smoothing)
+  if copies == 2:  # the copies' tokens in the same order: the first half, then the second
+    hidden_a, hidden_b = tf.split(hidden, 2)
+    kl = symmetric_kl_sum(hidden_a, hidden_b, matrix, tf.split(weights, 2)[0])
+    smoothed, nll = smoothed / 2 + rdrop_alpha / 4 * kl, nll / 2
+  return (smoothed, nll, tf.reduce_sum(tf.cast(tf.not_equal(targets, PAD_ID), tf.float32)),
           tf.reduce_sum(tf.cast(tf.not_equal(inputs, PAD_ID), tf.float32)))

@@ -315,7 +315,8 @@ class Trainer:
   def _token_loss(self, batch, training):
     """Loss sums of one micro-batch: (smoothed_sum, nll_sum, target_tokens, source_tokens)."""
     return batch_loss_sums(self.model, batch, self.hparams.label_smoothing, training,
-                           static_shapes=self.jit_compile)
+                           static_shapes=self.jit_compile,
+                           rdrop_alpha=self.hparams.rdrop_alpha)
 
   def _forward_backward(self, batch, global_tokens):
     with tf.GradientTape() as tape:
