@@ -152,8 +152,8 @@ _FLAG_HELP = {
                             "T (0: argmax; 1: the model's distribution).",
     "n_samples": "Outputs drawn per sentence when sampling (default 1); written as --n_best's "
                  "'i<TAB>score<TAB>translation' lines when > 1.",
-    "seed": "Seed of the sampling draws (default 0): the same seed, input and --batch_tokens "
-            "give the same samples.",
+    "seed": "Seed of the sampling draws (default 0): a line's samples depend only on the seed, "
+            "its line number and the sample's index, whatever --batch_tokens or file or stdin.",
 }
 
 SAMPLING_FLAGS = ("sampling_topk", "sampling_topp", "sampling_temperature", "n_samples", "seed")
