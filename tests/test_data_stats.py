@@ -5,6 +5,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -26,3 +28,23 @@ def test_stats_command_on_parallel_text(shared_data_dir, tmp_path):
   assert all(0.8 < float(row[-1]) <= 1.0 for row in rows.values())  # padding efficiency
   assert re.search(r"throughput, training pipeline: first epoch [\d,]+ tokens/s", out)
   assert len([f for f in os.listdir(tmp_path) if f.endswith(".1000.model")]) == 1
+
+
+def test_stats_throughput_epochs_zero_prints_the_table_and_no_throughput(shared_data_dir, tmp_path):
+  """--throughput_epochs=0 means no throughput measurement (it ended in a TypeError
+  traceback after the table)."""
+  news = os.path.join(shared_data_dir, "wmt_news_other_years")
+  result = subprocess.run(
+      [sys.executable, "-m", "t2t_repro.stats", "--problem=parallel_text",
+       f"--train_src={news}/newstest2016.en", f"--train_tgt={news}/newstest2016.de",
+       "--vocab_size=1000", f"--vocab_dir={tmp_path}", "--throughput_epochs=0"],
+      cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False)
+  assert result.returncode == 0, result.stderr
+  assert re.search(r"^train\s+2999\s", result.stdout, re.M)
+  assert "throughput, training pipeline" not in result.stdout and "Traceback" not in result.stderr
+
+
+def test_throughput_needs_an_epoch_after_the_first():
+  from t2t_repro.data import stats  # pylint: disable=import-outside-toplevel
+  with pytest.raises(ValueError, match="epochs must be >= 1"):
+    stats.throughput([("a", "b")], None, 64, 8, 1, 0)

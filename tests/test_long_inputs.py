@@ -40,9 +40,9 @@ def test_one_huge_line_is_decoded_within_the_bound(loaded, monkeypatch, caplog):
   widths = []
   real_decode = Translator.decode_batch
 
-  def recording_decode(self, inputs, prefixes=None):
+  def recording_decode(self, inputs, prefixes=None, line_ids=None):
     widths.append(np.shape(inputs)[1])
-    return real_decode(self, inputs, prefixes)
+    return real_decode(self, inputs, prefixes, line_ids)
 
   monkeypatch.setattr(Translator, "decode_batch", recording_decode)
   huge = " ".join(["a little dog runs on the grass"] * 15000)  # 105,000 characters

@@ -1,16 +1,20 @@
 """Forced target prefixes (`decoding.prefix.TargetPrefix`) through the Translator and translate."""
 
+import logging
 import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
+from t2t_repro import errors
 from t2t_repro.decoding.config import DecodeConfig
 from t2t_repro.decoding.loading import load_for_inference
 from t2t_repro.decoding.scoring import Scorer
 from t2t_repro.decoding.translator import Translator
+from t2t_repro.serving.saved_model import ServingModule
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LINES = ["A man is riding a bike.", "Two dogs play in the snow.", "", "A girl jumps."]
@@ -65,3 +69,44 @@ def test_translate_target_prefix_file(trained_run, tmp_path):
                         capture_output=True, text=True, cwd=_REPO, check=False)
   assert proc.returncode == 1 and "--target_prefix_file" in proc.stderr
   assert len(proc.stderr.strip().splitlines()) == 1
+
+
+LONG_PREFIX = "Ein Hund läuft schnell über die grüne Wiese im Park neben dem See"
+
+
+def test_a_prefix_longer_than_the_output_limit_is_kept_whole_with_a_warning(loaded, caplog):
+  """The limit of a line becomes max(source, prefix length) + decode_extra_length: the
+  whole prefix, then up to decode_extra_length pieces (the issue's example was cut to
+  "Ein Hund läuft schnell über die grüne")."""
+  model, _, tokenizer = loaded
+  config = DecodeConfig(beam_size=2, decode_extra_length=5)
+  translator = Translator(model, tokenizer, config)
+  with caplog.at_level(logging.WARNING):
+    nbest = translator.nbest(["Two dogs play.", "A dog."], return_ids=True,
+                             prefixes=["Zwei", LONG_PREFIX], first_line=10)
+  forced = tokenizer.encode(LONG_PREFIX).numpy()[:-1]
+  source = translator.encode(["A dog."])[0]
+  assert len(forced) > len(source) + 5  # the case: longer than source + extra
+  _, text, ids, _ = nbest[1][0]
+  assert text.startswith(LONG_PREFIX) and np.array_equal(ids[:len(forced)], forced)
+  assert len(ids) <= len(forced) + 5
+  warnings = [r.getMessage() for r in caplog.records if "target prefix" in r.getMessage()]
+  assert warnings == [f"input line 12: its target prefix has {len(forced)} pieces, more than "
+                      f"the maximum output length {len(source) + 5} (source length + "
+                      f"decode_extra_length); decoding up to {len(forced) + 5} (prefix + "
+                      f"decode_extra_length)"]
+  assert nbest[0][0][1].startswith("Zwei")
+  module = ServingModule(translator)  # held: a tf.function method refers to it weakly
+  served = module.translate_prefix(tf.constant(["Two dogs play.", "A dog."]),
+                                   tf.constant(["Zwei", LONG_PREFIX]))
+  assert served["translations"].numpy()[1].decode("utf-8") == text
+
+
+def test_a_prefix_beyond_the_position_table_is_refused_naming_the_line(loaded):
+  model, _, tokenizer = loaded
+  translator = Translator(model, tokenizer, DecodeConfig(beam_size=2, decode_extra_length=5))
+  huge = " ".join(["Hund"] * model.max_positions)
+  with pytest.raises(errors.DataError, match=r"^input line 2: its target prefix of \d+ pieces "
+                     rf"\+ decode_extra_length 5 exceeds the model's max_positions="
+                     rf"{model.max_positions}$"):
+    translator.nbest(["A dog.", "A cat."], prefixes=["", huge])

@@ -112,3 +112,26 @@ def test_sampling_settings_are_checked():
               {"sampling_topk": -1}, {"sampling_temperature": -0.5}):
     with pytest.raises(ValueError):
       DecodeConfig(**bad)
+
+
+def test_draws_depend_on_the_line_and_sample_index_not_on_the_row():
+  """Four equal sentences: four different sample sets; each line's samples are the same
+  alone, in any order in a batch, and as a stream's later line (line_ids)."""
+  inputs = tf.constant([[3, EOS]] * 4)
+  ids, _ = sample(HandMade(), inputs, 10, 0.0, n_samples=3, seed=2, line_ids=[5, 6, 7, 8])
+  ids = ids.numpy()
+  assert len({ids[b].tobytes() for b in range(4)}) == 4
+  reordered, _ = sample(HandMade(), inputs, 10, 0.0, n_samples=3, seed=2, line_ids=[8, 6, 5, 7])
+  assert np.array_equal(reordered.numpy(), ids[[3, 1, 0, 2]])
+  alone, _ = sample(HandMade(), inputs[:1], 10, 0.0, n_samples=3, seed=2, line_ids=[7])
+  assert np.array_equal(alone.numpy()[0], ids[2])
+  default, _ = sample(HandMade(), inputs, 10, 0.0, n_samples=3, seed=2)  # lines 0, 1, 2, 3
+  first, _ = sample(HandMade(), inputs[:1], 10, 0.0, n_samples=3, seed=2, line_ids=[0])
+  assert np.array_equal(default.numpy()[0], first.numpy()[0])
+
+
+def test_draws_over_many_lines_follow_the_distribution():
+  """One sample of each of 4000 lines (one row each): the first piece's frequencies."""
+  ids, _ = sample(HandMade(), tf.constant([[3, EOS]] * 4000), 10, 0.0, seed=4)
+  freq = np.bincount(ids.numpy()[:, 0, 0], minlength=6)[2:] / 4000
+  np.testing.assert_allclose(freq, [0.4, 0.3, 0.2, 0.1], atol=0.03)  # > 4 sd at n = 4000

@@ -45,8 +45,13 @@ averaged over heads: Pharaoh "i-j" pairs or a JSON object per line
 
 --sampling_topk=K, --sampling_topp=P and/or --sampling_temperature=T draw the outputs at
 random instead (`t2t_repro.decoding.sampling`; --n_samples=N per line, as --n_best's lines
-when N > 1; --seed). --target_prefix_file=F forces each line's output to start with that
-line of F (an empty line: no prefix), then decoding continues (`t2t_repro.decoding.prefix`).
+when N > 1; --seed): a line's samples depend only on --seed, its line number and the
+sample's index, so neither --batch_tokens nor reading a file or a pipe changes them, and
+equal lines get independent samples. --target_prefix_file=F forces each line's output to
+start with that line of F (an empty line: no prefix), then decoding continues
+(`t2t_repro.decoding.prefix`); a prefix is never cut: a line's maximum output length is
+max(source length, prefix length) + --decode_extra_length, with a warning naming the line
+when the prefix is longer than source length + --decode_extra_length.
 
 --evaluate --ref=FILE (repeatable) also scores the translations with
 `t2t_repro.evaluation` (sacreBLEU primary, chrF, paper-comparable BLEU) and prints the
@@ -158,7 +163,8 @@ def _translate_stream(translator):
   output at once, so `producer | translate | consumer` runs line by line."""
   started, done = time.monotonic(), 0
   for batch in streaming.line_batches(sys.stdin.fileno(), FLAGS.buffer_size, FLAGS.buffer_seconds):
-    sys.stdout.writelines(line + "\n" for line in _output_lines(translator.nbest(batch), done))
+    nbest = translator.nbest(batch, first_line=done)  # samples drawn as for a file
+    sys.stdout.writelines(line + "\n" for line in _output_lines(nbest, done))
     sys.stdout.flush()
     done += len(batch)
   if FLAGS.progress:

@@ -81,12 +81,22 @@ def throughput(pairs, tokenizer, batch_tokens, max_length, batches_per_epoch, ep
                cache_mb=batching.DEFAULT_CACHE_MB):
   """Times the repeated training pipeline, as a training loop pulls from it.
 
+  Args:
+    pairs, tokenizer, batch_tokens, max_length, seed, cache_mb: as `batching.make_dataset`.
+    batches_per_epoch: batches of one pass (`SplitStats.batches`).
+    epochs: epochs timed after the first one (>= 1).
+
   Returns:
     [(real tokens/s, real target tokens/s) over the first `batches_per_epoch`
     batches (read, tokenize, shuffle, bucket, pad), the same over the next
     `epochs x batches_per_epoch` batches (from the cache when `pairs` fits
     `cache_mb`, see batching.make_dataset)].
+
+  Raises:
+    ValueError: epochs < 1.
   """
+  if epochs < 1:
+    raise ValueError(f"epochs must be >= 1 (the epochs timed after the first), got {epochs}")
   iterator = iter(batching.make_dataset(pairs, tokenizer, batch_tokens=batch_tokens,
                                         max_length=max_length, training=True, seed=seed,
                                         cache_mb=cache_mb))

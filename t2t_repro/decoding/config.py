@@ -64,8 +64,9 @@ class DecodeConfig:
       1, "Outputs drawn per sentence when sampling (default 1); written as `n_best`'s "
       "'i<TAB>score<TAB>translation' lines when > 1.", min_value=1)
   seed: int = setting(
-      0, "Seed of the sampling draws (default 0): the same seed, input and `batch_tokens` give "
-      "the same samples.", min_value=0)
+      0, "Seed of the sampling draws (default 0): a line's samples depend only on the seed, "
+      "its line number and the sample's index, whatever `batch_tokens` and whether read from a "
+      "file or stdin.", min_value=0)
 
   def __post_init__(self):
     settings.check(self)

@@ -7,11 +7,36 @@ sentence's prefix only the next prefix piece is allowed, then every piece is. Th
 keeps the model's own log-probabilities (no renormalization), so a hypothesis's score is
 log P(prefix + continuation | X) / lp, and the prefix's pieces count in |Y|. Sampling
 (`decoding.sampling`) takes the same constraint.
+
+A prefix is never cut: a sentence's maximum output length is max(source length, prefix
+length) + decode_extra_length (`max_output_lengths`), so its output holds the whole prefix
+and up to decode_extra_length pieces after it, as OpenNMT-py adds the prefix length to its
+max_length; `Translator.nbest` warns, naming the line, when this exceeds source length +
+decode_extra_length.
 """
 
 import tensorflow as tf
 
 from t2t_repro.constants import PAD_ID
+from t2t_repro.model.attention import non_pad_lengths
+
+
+def max_output_lengths(inputs, prefixes, decode_extra_length):
+  """Per-sentence maximum output length with forced prefixes [tokens, EOS included].
+
+  Args:
+    inputs: int32 [batch, src_len] source ids, 0-padded, EOS included.
+    prefixes: None, or int32 [batch, P] prefix ids, 0-padded, no EOS.
+    decode_extra_length: int [tokens].
+
+  Returns:
+    int32 [batch]: max(source length, prefix length) + decode_extra_length (without
+    prefixes: source length + decode_extra_length, `beam_search.default_max_decode_length`).
+  """
+  lengths = non_pad_lengths(inputs)
+  if prefixes is not None:
+    lengths = tf.maximum(lengths, non_pad_lengths(prefixes))
+  return lengths + decode_extra_length
 
 
 class TargetPrefix:

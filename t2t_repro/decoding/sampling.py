@@ -15,8 +15,15 @@ ensemble samples from the mean of its members' probabilities) and the same optio
 log-probability under the model itself (not p'), divided by the GNMT length penalty, as
 beam search scores its hypotheses.
 
-Randomness: stateless draws seeded by (seed, step): the same seed, inputs and batch give
-the same samples (the Translator's batches depend only on the input and batch_tokens).
+Randomness: the draws of a sample depend only on (seed, its line's index in the input, its
+index among the n_samples, the step), not on its batch or its row in it: each row has a
+key, folded from those, and a step draws one uniform per piece from the row's key and the
+step with SplitMix64 (Steele, Lea and Flood 2014, a counter-based generator that passes
+BigCrush), then picks the argmax of the logits plus Gumbel noise (the Gumbel-max trick:
+piece y with probability softmax(logits)_y). TensorFlow's stateless ops take one seed per
+call, not one per row, hence the generator here. The same seed and input give the same
+samples whatever the batching (up to float rounding of the model's batch-shaped math),
+and two lines with the same text get independent samples.
 """
 
 import tensorflow as tf
@@ -24,6 +31,73 @@ import tensorflow as tf
 from t2t_repro.constants import EOS_ID, NEG_INF, PAD_ID
 from t2t_repro.decoding import model_interface
 from t2t_repro.decoding.beam_search import length_penalty
+
+# SplitMix64's constants: the stream increment (2^64 / golden ratio) and the two multipliers
+# of its output function (Steele, Lea and Flood 2014, "Fast splittable pseudorandom number
+# generators", OOPSLA; Stafford's mix13).
+_GAMMA = 0x9E3779B97F4A7C15
+_MIX = (0xBF58476D1CE4E5B9, 0x94D049BB133111EB)
+
+
+def _mix(x):
+  """SplitMix64's output function: a bijection of uint64 [...] in which every output bit
+  depends on every input bit."""
+  for shift, multiplier in zip((30, 27), _MIX):
+    x = tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, tf.constant(shift, tf.uint64)))
+    x *= tf.constant(multiplier, tf.uint64)
+  return tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, tf.constant(31, tf.uint64)))
+
+
+def fold_in(key, data):
+  """The key of stream `data` of `key` (uint64 [...] key, int [...] data >= 0, broadcast)
+  -> uint64 [...]: SplitMix64's output at position data + 1 of the key's stream."""
+  return _mix(key + (tf.cast(data, tf.uint64) + 1) * tf.constant(_GAMMA, tf.uint64))
+
+
+def sample_keys(seed, line_ids, n_samples):
+  """The key of each sample: (seed, line, sample index) folded in.
+
+  Args:
+    seed: int scalar >= 0.
+    line_ids: int [batch] >= 0, each sentence's index in the input.
+    n_samples: static int.
+
+  Returns:
+    uint64 [batch * n_samples], row b * n_samples + s for sample s of sentence b.
+  """
+  key = fold_in(tf.constant(0, tf.uint64), seed)
+  key = fold_in(key, tf.repeat(tf.cast(line_ids, tf.int64), n_samples))
+  return fold_in(key, tf.tile(tf.range(n_samples, dtype=tf.int64), tf.shape(line_ids)[:1]))
+
+
+def uniform(keys, step, size):
+  """float32 [rows, size] uniforms in (0, 1), 24 bits each: draw v of row r is SplitMix64's
+  output v + 1 of the stream of fold_in(keys[r], step), so it depends on nothing else.
+
+  Args:
+    keys: uint64 [rows] (`sample_keys`).
+    step: int scalar >= 0.
+    size: int scalar, draws per row.
+  """
+  state = fold_in(keys, step)[:, None]
+  counter = tf.cast(tf.range(1, size + 1), tf.uint64) * tf.constant(_GAMMA, tf.uint64)
+  bits = tf.bitwise.right_shift(_mix(state + counter[None, :]), tf.constant(40, tf.uint64))
+  return (tf.cast(bits, tf.float32) + 0.5) * 2.0 ** -24
+
+
+def draw(logits, keys, step):
+  """One piece per row from softmax(logits), by the Gumbel-max trick with `uniform` noise.
+
+  Args:
+    logits: float32 [rows, V] (`filter_log_probs`; NEG_INF pieces are never drawn).
+    keys: uint64 [rows] (`sample_keys`).
+    step: int scalar.
+
+  Returns:
+    int32 [rows]: argmax(logits - log(-log(u))).
+  """
+  u = uniform(keys, step, tf.shape(logits)[1])
+  return tf.argmax(logits - tf.math.log(-tf.math.log(u)), axis=-1, output_type=tf.int32)
 
 
 def filter_log_probs(log_probs, top_k=0, top_p=1.0, temperature=1.0):
@@ -39,7 +113,7 @@ def filter_log_probs(log_probs, top_k=0, top_p=1.0, temperature=1.0):
 
   Returns:
     float32 [rows, V]: log p(y) / temperature on the kept pieces, NEG_INF elsewhere
-    (unnormalized logits for `tf.random.stateless_categorical`).
+    (unnormalized logits for `draw`).
   """
   logits = log_probs / temperature
   if top_k:  # a k above V keeps every piece
@@ -55,7 +129,7 @@ def filter_log_probs(log_probs, top_k=0, top_p=1.0, temperature=1.0):
 
 
 def sample(model, inputs, max_decode_length, alpha, n_samples=1, top_k=0, top_p=1.0,
-           temperature=1.0, seed=0, eos_id=EOS_ID, constraint=None):
+           temperature=1.0, seed=0, eos_id=EOS_ID, constraint=None, line_ids=None):
   """Draws `n_samples` outputs per sentence (builds a graph; call in a tf.function or eagerly).
 
   Args:
@@ -65,9 +139,11 @@ def sample(model, inputs, max_decode_length, alpha, n_samples=1, top_k=0, top_p=
     alpha: GNMT length-penalty exponent of the returned scores (>= 0).
     n_samples: outputs per sentence (static int >= 1).
     top_k, top_p, temperature: see `filter_log_probs`; temperature 0 means argmax.
-    seed: int32 scalar seed of the draws.
+    seed: int scalar >= 0, seed of the draws.
     eos_id: end-of-sequence id.
     constraint: None, or a constraint object (`beam_search.search`'s protocol).
+    line_ids: int [batch] >= 0, each sentence's index in the whole input (None: 0, 1, ...);
+      with the seed they fix its samples' draws (`sample_keys`).
 
   Returns:
     ids: int32 [batch, n_samples, T], 0-padded after EOS (no EOS when cut at the
@@ -83,7 +159,7 @@ def sample(model, inputs, max_decode_length, alpha, n_samples=1, top_k=0, top_p=
   decoder = model_interface.decoder_for(model)
   state = decoder.start(inputs, n_samples, max_len)
   cstate = () if constraint is None else constraint.start(inputs, n_samples, max_lengths)
-  seed = tf.cast(seed, tf.int32)
+  keys = sample_keys(seed, tf.range(batch) if line_ids is None else line_ids, n_samples)
 
   def body(i, prev, done, seqs, log_prob, lengths, state, cstate):
     log_probs, state = decoder.step(prev, i, state)
@@ -93,8 +169,7 @@ def sample(model, inputs, max_decode_length, alpha, n_samples=1, top_k=0, top_p=
       token = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
     else:
       logits = filter_log_probs(log_probs, top_k, top_p, temperature)
-      token = tf.random.stateless_categorical(logits, 1, seed=tf.stack([seed, i]),
-                                              dtype=tf.int32)[:, 0]
+      token = draw(logits, keys, i)
     token = tf.where(done, PAD_ID, token)
     picked = tf.gather(log_probs, token[:, None], batch_dims=1)[:, 0]
     log_prob += tf.where(done, 0.0, picked)

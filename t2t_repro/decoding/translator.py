@@ -21,7 +21,9 @@ them under `batch_tokens` (`batching.length_sorted_batches`), runs beam search
 (`t2t_repro.decoding.beam_search`) or, when the config samples, random sampling
 (`t2t_repro.decoding.sampling`), restores the input order and detokenizes. A
 blank line gives "" with score 0 and is not decoded. Each sentence is beam-searched
-independently of its batch, so batching does not change any beam-search output.
+independently of its batch, so batching does not change any beam-search output; a
+sample's draws depend on the seed, its line's index in the input and its index among
+the samples (`sampling.sample_keys`), so neither does batching change any sample.
 """
 
 import contextlib
@@ -34,11 +36,12 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from t2t_repro import errors
 from t2t_repro.constants import EOS_ID, PAD_ID
 from t2t_repro.data import batching
 from t2t_repro.decoding import beam_search, sampling
 from t2t_repro.decoding.config import DecodeConfig, check_positions
-from t2t_repro.decoding.prefix import TargetPrefix
+from t2t_repro.decoding.prefix import TargetPrefix, max_output_lengths
 
 TOKENIZE_CHUNK = 4096  # lines per tokenizer call
 # model -> {(config, constraint, prefixed): tf.function of `Translator.search`}
@@ -77,7 +80,7 @@ class Translator:
     self.config = config
     self.constraint = constraint
 
-  def search(self, inputs, prefixes=None):
+  def search(self, inputs, prefixes=None, line_ids=None):
     """Graph-building decoding of one padded batch (for tf.functions, e.g. the export):
     beam search, or sampling when the config samples (`DecodeConfig.sampling`).
 
@@ -85,19 +88,24 @@ class Translator:
       inputs: int32 [batch, src_len], 0-padded, each row ending with EOS.
       prefixes: None, or int32 [batch, P] target prefixes, 0-padded, no EOS (a row of
         zeros: none), forced by a `prefix.TargetPrefix` constraint.
+      line_ids: sampling: int64 [batch], each sentence's index in the whole input, which
+        with the seed fixes its draws (None: 0, 1, ...); beam search ignores it.
 
     Returns:
       (ids int32 [batch, n, T], scores float32 [batch, n]), n = the config's
       `outputs_per_sentence`; `beam_search.search`, `sampling.sample`.
 
+    The maximum output length of a sentence is max(source length, prefix length) +
+    decode_extra_length (`prefix.max_output_lengths`): a prefix is never cut.
+
     Raises:
       tf.errors.InvalidArgumentError (at run time): an output could exceed max_positions.
     """
     cfg = self.config
-    lengths = beam_search.default_max_decode_length(inputs, cfg.decode_extra_length)
+    lengths = max_output_lengths(inputs, prefixes, cfg.decode_extra_length)
     check = tf.debugging.assert_less_equal(
         lengths, tf.constant(self.model.max_positions, tf.int32),
-        message=f"source length + decode_extra_length exceeds max_positions="
+        message=f"source or prefix length + decode_extra_length exceeds max_positions="
                 f"{self.model.max_positions}")
     with tf.control_dependencies([check]):
       lengths = tf.identity(lengths)
@@ -111,11 +119,12 @@ class Translator:
                              top_k=cfg.sampling_topk or 0, top_p=cfg.sampling_topp or 1.0,
                              temperature=(1.0 if cfg.sampling_temperature is None
                                           else cfg.sampling_temperature),
-                             seed=cfg.seed, eos_id=EOS_ID, constraint=constraint)
+                             seed=cfg.seed, eos_id=EOS_ID, constraint=constraint,
+                             line_ids=line_ids)
     return beam_search.search(self.model, inputs, lengths, cfg.alpha, beam_size=cfg.beam_size,
                               n_best=cfg.n_best, eos_id=EOS_ID, constraint=constraint)
 
-  def decode_batch(self, inputs, prefixes=None):
+  def decode_batch(self, inputs, prefixes=None, line_ids=None):
     """`search` of one padded batch, run as a tf.function of fixed signature: one trace per
     (model, config, constraint, with or without prefixes), shared by every Translator of
     that model (the training loop makes one per dev evaluation), whatever the batch shape.
@@ -123,6 +132,7 @@ class Translator:
     Args:
       inputs: int32 [batch, src_len] (numpy or tensor), 0-padded, rows ending with EOS.
       prefixes: None, or int32 [batch, P >= 1] forced target prefixes (see `search`).
+      line_ids: None (0, 1, ...), or int [batch]: each row's index in the input (`search`).
 
     Returns:
       (ids int32 [batch, n, T], scores float32 [batch, n]); beam search: best first,
@@ -132,8 +142,11 @@ class Translator:
     key = (self.config, self.constraint, prefixes is not None)
     if key not in per_model:
       per_model[key] = _compiled_search(self.model, self.config, self.constraint, key[2])
-    args = [inputs] + ([] if prefixes is None else [prefixes])
-    return per_model[key](*[tf.convert_to_tensor(x, tf.int32) for x in args])
+    inputs = tf.convert_to_tensor(inputs, tf.int32)
+    line_ids = tf.range(tf.shape(inputs)[0], dtype=tf.int64) if line_ids is None else line_ids
+    args = [inputs, tf.convert_to_tensor(line_ids, tf.int64)]
+    return per_model[key](*args, *([] if prefixes is None else
+                                   [tf.convert_to_tensor(prefixes, tf.int32)]))
 
   def encode(self, lines):
     """list[str] (already stripped, none blank) -> list of int32 numpy id arrays ending with EOS."""
@@ -176,12 +189,36 @@ class Translator:
       bounded.append(row)
     return bounded
 
+  def check_prefixes(self, ids, forced, line_numbers):
+    """Warns for each prefix longer than its line's source length + decode_extra_length
+    (decoding extends that line's limit to the prefix + decode_extra_length).
+
+    Args:
+      ids: list of int32 source id arrays, EOS included (`bound_lengths`).
+      forced: list of int32 prefix id arrays, no EOS, one per entry of ids.
+      line_numbers: 1-based input line number of each entry (for the messages).
+
+    Raises:
+      errors.DataError: a prefix + decode_extra_length exceeds the model's max_positions.
+    """
+    extra, limit = self.config.decode_extra_length, self.model.max_positions
+    for number, source, prefix in zip(line_numbers, ids, forced):
+      if len(prefix) + extra > limit:
+        raise errors.DataError(
+            f"input line {number}: its target prefix of {len(prefix)} pieces + "
+            f"decode_extra_length {extra} exceeds the model's max_positions={limit}")
+      if len(prefix) > len(source) + extra:
+        logging.warning("input line %d: its target prefix has %d pieces, more than the maximum "
+                        "output length %d (source length + decode_extra_length); decoding up "
+                        "to %d (prefix + decode_extra_length)", number, len(prefix),
+                        len(source) + extra, len(prefix) + extra)
+
   def padded_batches(self, ids):
     """Yields (indices into ids, int32 [rows, width] 0-padded inputs), shortest first."""
     for batch in batching.length_sorted_batches([len(x) for x in ids], self.config.batch_tokens):
       yield batch, batching.pad_rows([ids[j] for j in batch])
 
-  def nbest(self, lines, progress=False, return_ids=False, prefixes=None):
+  def nbest(self, lines, progress=False, return_ids=False, prefixes=None, first_line=0):
     """Decodes sentences and returns their n-best lists (or samples).
 
     Args:
@@ -191,6 +228,9 @@ class Translator:
         source's (for alignments and scoring without encoding the lines again).
       prefixes: None, or one str per line: the start every output of that line is forced
         to ("" or blank: none); its pieces are part of the output and its score.
+      first_line: the index of lines[0] in the whole input (a stream's later batches):
+        sampling draws line i's samples from (seed, first_line + i), and warnings and
+        errors name it line first_line + i + 1.
 
     Returns:
       list (one per line, input order) of `config.n_best` (score, text) pairs, best
@@ -199,7 +239,8 @@ class Translator:
 
     Raises:
       ValueError: `config.max_input_length` + decode_extra_length exceeds the model's
-        max_positions (`check_positions`).
+        max_positions (`check_positions`); errors.DataError: so does a prefix
+        (`check_prefixes`).
     """
     n_best = self.config.outputs_per_sentence
     lines = [line.strip() for line in lines]
@@ -207,17 +248,19 @@ class Translator:
                  if return_ids else (0.0, "")] for _ in lines]
     todo = [i for i, line in enumerate(lines) if line]
     ids = self.bound_lengths(self.encode([lines[i] for i in todo]) if todo else [],
-                             [i + 1 for i in todo])
+                             [first_line + i + 1 for i in todo])
     forced = None
     if prefixes is not None:
       if len(prefixes) != len(lines):
         raise ValueError(f"{len(prefixes)} target prefixes for {len(lines)} lines")
       forced = [p[:-1] for p in self.encode([prefixes[i].strip() for i in todo])] if todo else []
+      self.check_prefixes(ids, forced, [first_line + i + 1 for i in todo])
     bar = keras.utils.Progbar(len(lines), unit_name="sentence") if progress else None
     done = len(lines) - len(todo)
     for batch, inputs in self.padded_batches(ids):
       out_ids, scores = self.decode_batch(
-          inputs, None if forced is None else batching.pad_rows([forced[j] for j in batch]))
+          inputs, None if forced is None else batching.pad_rows([forced[j] for j in batch]),
+          np.array([first_line + todo[j] for j in batch], np.int64))
       texts = self.tokenizer.decode(tf.reshape(out_ids, [len(batch) * n_best, -1])).numpy()
       texts = np.reshape(texts, [len(batch), n_best])
       scores, out_ids = scores.numpy(), out_ids.numpy()
@@ -242,15 +285,16 @@ class Translator:
 
 
 def _compiled_search(model, config, constraint, prefixed):
-  """`Translator.search` as a tf.function with a fixed input signature (inputs, and the
-  prefixes when `prefixed`). It holds the model weakly, so the `_SEARCHES` entry does not
-  keep its own key alive."""
+  """`Translator.search` as a tf.function with a fixed input signature (inputs, line_ids,
+  and the prefixes when `prefixed`). It holds the model weakly, so the `_SEARCHES` entry
+  does not keep its own key alive."""
   model_ref = weakref.ref(model)
 
-  def run(*args):
-    return Translator(model_ref(), None, config, constraint).search(*args)
+  def run(inputs, line_ids, prefixes=None):
+    return Translator(model_ref(), None, config, constraint).search(inputs, prefixes, line_ids)
 
-  return tf.function(run, input_signature=[tf.TensorSpec([None, None], tf.int32)] * (1 + prefixed),
+  ids = tf.TensorSpec([None, None], tf.int32)
+  return tf.function(run, input_signature=[ids, tf.TensorSpec([None], tf.int64)] + [ids] * prefixed,
                      autograph=False)
 
 

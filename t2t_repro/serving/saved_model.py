@@ -105,14 +105,15 @@ class ServingModule(tf.Module):
 
     Returns:
       (ids int32 [batch, n, src_len' + decode_extra_length] (src_len' = the longest
-       source after the cut), scores float32 [batch, n]).
+       source after the cut, or prefix), scores float32 [batch, n]).
     """
     translator = (self._nbest_translator if nbest else self._translator).value
     config = translator.config
     n = config.outputs_per_sentence
     inputs = self._bounded(inputs)
     lengths = non_pad_lengths(inputs)
-    width = tf.reduce_max(tf.concat([lengths, [0]], 0)) + config.decode_extra_length
+    longest = lengths if prefixes is None else tf.maximum(lengths, non_pad_lengths(prefixes))
+    width = tf.reduce_max(tf.concat([longest, [0]], 0)) + config.decode_extra_length
     order, sizes = batching.length_sorted_chunks(lengths, config.batch_tokens)
     starts = tf.cumsum(sizes, exclusive=True)
     sorted_inputs, sorted_lengths = tf.gather(inputs, order), tf.gather(lengths, order)
@@ -122,7 +123,8 @@ class ServingModule(tf.Module):
       start, size = starts[b], sizes[b]
       chunk = sorted_inputs[start:start + size, :tf.reduce_max(sorted_lengths[start:start + size])]
       ids, scores = translator.search(
-          chunk, None if sorted_prefixes is None else sorted_prefixes[start:start + size])
+          chunk, None if sorted_prefixes is None else sorted_prefixes[start:start + size],
+          tf.cast(order[start:start + size], tf.int64))  # a sample's line: its request row
       ids = tf.pad(ids, [[0, 0], [0, 0], [0, width - tf.shape(ids)[2]]])
       return b + 1, ids_array.write(b, ids), scores_array.write(b, scores)
 
