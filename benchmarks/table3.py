@@ -174,8 +174,9 @@ def run_tag(args):
   """The model-dir suffix of a protocol's runs ('' for p1, whose dirs predate protocols)."""
   if args.protocol == "p1":
     return ""
+  batch = "" if args.batch_tokens == 2048 else f"_b{args.batch_tokens}"
   return (f"_lr{args.learning_rate:g}_w{args.warmup_steps}_cd{args.cooldown_steps}"
-          f"_n{args.train_steps}")
+          f"_n{args.train_steps}{batch}")
 
 
 def is_done(results, name, seed, shared):
