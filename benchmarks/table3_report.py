@@ -171,9 +171,9 @@ def acceptance(result):
 
 def sweep_table(runs):
   """The markdown table of the base schedule runs `runs` (dicts of table3.py)."""
-  lines = ["| run | protocol | eq. 3 constant | warmup | cooldown | updates | peak rate | "
-           f"dev NLL move over the {ACCEPT_WINDOW:,} updates before the cooldown | dev PPL | "
-           "dev BLEU | a trained base? | train wall / CPU min |", "|" + "---|" * 12]
+  lines = ["| run | protocol | eq. 3 constant | warmup | cooldown | updates | tokens per update | "
+           f"peak rate | dev NLL move over the {ACCEPT_WINDOW:,} updates before the cooldown | "
+           "dev PPL | dev BLEU | a trained base? | train wall / CPU min |", "|" + "---|" * 13]
   for r in runs:
     s = r["settings"]
     rate = s.get("learning_rate", 1.0)
@@ -182,7 +182,8 @@ def sweep_table(runs):
     move_cell = "n/a" if move is None else f"{move:+.3f}"
     lines.append(
         f"| {r['row']} s{r['seed']} | {r['protocol']} | {rate:g} | {s['warmup_steps']} | "
-        f"{s.get('cooldown_steps', 0)} | {r['train_steps']} | {peak:.2e} | {move_cell} | "
+        f"{s.get('cooldown_steps', 0)} | {r['train_steps']} | {s['batch_tokens']} | {peak:.2e} | "
+        f"{move_cell} | "
         f"{r['dev_ppl']:.2f} | {r['dev_bleu']:.2f} | {'yes' if accepted else 'no'} | "
         f"{r['train_wall_s'] / 60:.1f} / {r['train_cpu_s'] / 60:.1f} |")
   return "\n".join(lines)
