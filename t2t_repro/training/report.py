@@ -81,13 +81,15 @@ def write_samples(writer, step, sources, references, hyps, count=3):
     tf.summary.text("dev_translations", "\n".join(rows))
 
 
-def closing_block(trainer, start_step, train_time, wall_time, result):
+def closing_block(trainer, start_step, phases, wall_time, result):
   """The closing block (logs.block) of a run: steps, times, checkpoints and scores.
 
   Args:
-    trainer: the `Trainer`.
+    trainer: the `Trainer` (its `step` and `model_dir` are read).
     start_step: the step the run started at.
-    train_time, wall_time: seconds of training and dev / of the whole run.
+    phases: [(name, seconds)] of the phases that ran, in order (e.g. training, dev, test);
+      the wall time names these only.
+    wall_time: seconds of the whole run (reading the data and saving included).
     result: the `TrainResult` (`config.TrainResult`).
   """
   if result.stopped:
@@ -95,7 +97,8 @@ def closing_block(trainer, start_step, train_time, wall_time, result):
   else:
     done = "stopped early (no dev improvement)" if result.early_stopped else "finished"
   rows = [("steps", f"{start_step:,} -> {trainer.step:,} ({trainer.step - start_step:,} this run)"),
-          ("wall time", f"{logs.hms(wall_time)} (training and dev {logs.hms(train_time)})"),
+          ("wall time", f"{logs.hms(wall_time)} ("
+                        + ", ".join(f"{name} {logs.hms(t)}" for name, t in phases) + ")"),
           ("checkpoint", result.checkpoint or "none written")]
   if result.dev:
     rows.append(("dev", dev_message(result.dev)))
