@@ -51,7 +51,8 @@ _NO_GPU = re.compile(rb"failed call to cuInit")
 _LOGGING_PATH = re.compile(r"[/\\]logging[/\\]__init__\.py$")
 _LIBRARY_PATH = re.compile(r"[/\\](tensorflow|keras|tf_keras)[/\\]")
 
-_state = {"level": None, "terminal": None, "filter": None, "kept": []}
+_state = {"level": None, "terminal": None, "filter": None, "kept": [], "started": None,
+          "imported": None}
 
 
 def _verbosity(argv):
@@ -166,6 +167,7 @@ def setup(argv=None):
   """
   if _state["level"] is not None:
     return
+  _state["started"] = time.monotonic()
   verbose = _verbosity(sys.argv if argv is None else argv) >= 1
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "0" if verbose else "2")
   try:
@@ -186,6 +188,21 @@ def setup(argv=None):
     absl_logging.get_absl_handler().setFormatter(_PlainFormatter())
     warnings.filterwarnings("ignore", message="To make it possible to preserve tf.data options",
                             category=UserWarning)
+
+
+def mark_imported():
+  """Records that the command's modules are imported (`launch`, just before its main runs)."""
+  _state["imported"] = time.monotonic()
+
+
+def startup_times():
+  """(seconds from `setup` to now, seconds of it spent importing the command's modules and
+  TensorFlow) in a command; (None, None) outside one (library use, tests)."""
+  if _state["started"] is None:
+    return None, None
+  imported = _state["imported"]
+  return (time.monotonic() - _state["started"],
+          None if imported is None else imported - _state["started"])
 
 
 def stderr_is_terminal():

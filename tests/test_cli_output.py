@@ -77,6 +77,12 @@ def test_startup_block_matches_summary(trained_run):
   assert startup["precision"] == "float32"
   assert startup["start"] == "new run at step 0"
   assert startup["model dir"] == str(trained_run.model_dir)
+  so_far, imports = map(float, re.fullmatch(r"([\d.]+) s so far, of which imports ([\d.]+) s",
+                                            startup["start-up"]).groups())
+  first, tracing = map(float, re.search(r"^first update done ([\d.]+) s after the start \(tracing "
+                                        r"and running it ([\d.]+) s\)$", trained_run.stderr,
+                                        re.M).groups())
+  assert 0 < imports <= so_far < first and tracing <= first - so_far + 0.1
   summary = _run(["-m", "t2t_repro.summary", "--hparams=tiny"])
   assert summary.returncode == 0, summary.stderr[-2000:]
   built = re.search(r"parameters \(built model\): +([\d,]+)", summary.stdout).group(1)

@@ -289,6 +289,7 @@ class _Run:
                     "--early_stopping to train on.")
       result.early_stopped = True
     loop_start = time.monotonic()
+    self.first_step, self.first_start = trainer.step, loop_start
     while trainer.step < trainer.hparams.train_steps and not result.early_stopped:
       step = self._step(iterator, writer, window)
       out_of_time = deadline is not None and time.monotonic() >= deadline
@@ -327,12 +328,22 @@ class _Run:
                          f"({result.train['loss']:.4g}) or gradient norm "
                          f"({result.train['grad_norm']:.4g}); {self.skipped} skipped so far")
     window.add(result.train)
+    if step == self.first_step + 1:
+      self._first_update_line()
     self.progress.update(step, result.train["loss"], result.train["nll"], lr, window.rate())
     if step % self.config.log_every_steps == 0:
       if writer is not None:
         _write_train_summaries(writer, step, result.train, lr, window.rate(), self.skipped)
       window.reset()
     return step
+
+  def _first_update_line(self):
+    """In a command, when the first update is done: the time since the command started and
+    the first update's part (tracing the step's graph, then running it)."""
+    so_far, _ = logs.startup_times()
+    if so_far is not None and self.trainer.chief:
+      self.progress.line(f"first update done {so_far:.1f} s after the start (tracing and running "
+                         f"it {time.monotonic() - self.first_start:.1f} s)")
 
   def _record_best(self, best, dev_stats):
     if best is None:

@@ -59,7 +59,18 @@ def startup_rows(trainer, problem, tokenizer, sizes, run_info):
        else f"new run at step {trainer.step}, weights of {run_info['init_from']} (new optimizer)"
        if run_info.get("init_from") else f"new run at step {trainer.step}"),
       ("train steps", f"{hp.train_steps:,}"),
-  ]
+  ] + _startup_time_row(run_info.get("import_seconds", 0.0))
+
+
+def _startup_time_row(import_seconds):
+  """The "start-up" row in a command: the seconds since it started and their imports (the
+  command's modules, then TensorFlow and Keras: `import_seconds`); the first update's
+  tracing comes after the block (`loop`'s "first update done" line)."""
+  so_far, command_imports = logs.startup_times()
+  if so_far is None:
+    return []
+  return [("start-up", f"{so_far:.1f} s so far, of which imports "
+                       f"{(command_imports or 0.0) + import_seconds:.1f} s")]
 
 
 def write_hparams(writer, trainer, run_info):
