@@ -273,9 +273,9 @@ def export_model(model_dir, export_dir, checkpoint_path=None, beam_size=None, al
   logging.info("export: tracing the signatures and writing the SavedModel to %s (%s)", export_dir,
                logs.hms(time.monotonic() - started))
   # The signatures are traced here, once each, inside the save (a trace made before it would
-  # be made again: the save context is part of a tf.function's cache key). Serving never
-  # differentiates, so the custom gradients (LayerNorm's, the loss's) are not saved, which
-  # saves CPU time (docs/BENCHMARKS.md §10).
+  # be made again: the save context is part of a tf.function's cache key; docs/BENCHMARKS.md
+  # §10). Serving never differentiates, so the custom gradients (LayerNorm's, the loss's) are
+  # not saved.
   tf.saved_model.save(module, export_dir, signatures={
       name: getattr(module, method) for name, method in SIGNATURES.items()},
                       options=tf.saved_model.SaveOptions(experimental_custom_gradients=False))
