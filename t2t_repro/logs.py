@@ -27,6 +27,7 @@ lines every `--log_every_steps` updates, with no carriage returns or colour code
 """
 
 import atexit
+import collections
 import contextlib
 import logging
 import os
@@ -50,7 +51,8 @@ _NO_GPU = re.compile(rb"failed call to cuInit")
 _LOGGING_PATH = re.compile(r"[/\\]logging[/\\]__init__\.py$")
 _LIBRARY_PATH = re.compile(r"[/\\](tensorflow|keras|tf_keras)[/\\]")
 
-_state = {"level": None, "terminal": None, "filter": None, "kept": []}
+_state = {"level": None, "terminal": None, "filter": None, "kept": [], "started": None,
+          "imported": None}
 
 
 def _verbosity(argv):
@@ -165,6 +167,7 @@ def setup(argv=None):
   """
   if _state["level"] is not None:
     return
+  _state["started"] = time.monotonic()
   verbose = _verbosity(sys.argv if argv is None else argv) >= 1
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "0" if verbose else "2")
   try:
@@ -185,6 +188,21 @@ def setup(argv=None):
     absl_logging.get_absl_handler().setFormatter(_PlainFormatter())
     warnings.filterwarnings("ignore", message="To make it possible to preserve tf.data options",
                             category=UserWarning)
+
+
+def mark_imported():
+  """Records that the command's modules are imported (`launch`, just before its main runs)."""
+  _state["imported"] = time.monotonic()
+
+
+def startup_times():
+  """(seconds from `setup` to now, seconds of it spent importing the command's modules and
+  TensorFlow) in a command; (None, None) outside one (library use, tests)."""
+  if _state["started"] is None:
+    return None, None
+  imported = _state["imported"]
+  return (time.monotonic() - _state["started"],
+          None if imported is None else imported - _state["started"])
 
 
 def stderr_is_terminal():
@@ -255,8 +273,19 @@ def _progbar_class():
   return Bar
 
 
+# Updates timed before the plain lines show an ETA, and the window of the moving average
+# [log intervals]: the first update (tracing, the first batches) is never in it.
+ETA_MIN_UPDATES = 10
+ETA_WINDOW_INTERVALS = 5
+
+
 class Progress:
   """Training progress on stderr: a keras Progbar on a terminal, else plain lines.
+
+  The plain lines' ETA is the remaining updates times the mean time per update of the last
+  `ETA_WINDOW_INTERVALS` log intervals (at least `ETA_MIN_UPDATES` updates, counted from the
+  end of the run's first update, so tracing is not in it); before that it is "ETA -". A dev
+  evaluation inside the window counts, as it will recur. On a terminal the ETA is Keras's.
 
   Args:
     train_steps: the last step [updates].
@@ -264,18 +293,34 @@ class Progress:
     log_every: plain lines every this many updates (and at the last one).
     terminal: draw the bar (default: `stderr_is_terminal()`).
     stream: where to write (default sys.stderr).
+    clock: the time source [seconds] (default time.monotonic; tests pass their own).
   """
 
-  def __init__(self, train_steps, start_step, log_every, terminal=None, stream=None):
+  def __init__(self, train_steps, start_step, log_every, terminal=None, stream=None,
+               clock=time.monotonic):
     self.train_steps, self.start_step, self.log_every = train_steps, start_step, max(1, log_every)
     self.terminal = stderr_is_terminal() if terminal is None else terminal
     self.stream = stream or sys.stderr
-    self.start = time.monotonic()
+    self.clock = clock
+    self.start = clock()
+    # (step, time at its end) of the recent updates: the moving average's window.
+    self._times = collections.deque(
+        maxlen=max(ETA_MIN_UPDATES, ETA_WINDOW_INTERVALS * self.log_every) + 1)
     self._bar = None
     self._bar_open = False
     if self.terminal:
       self._bar = _progbar_class()(train_steps, stateful_metrics=["loss", "nll", "lr"])
       self._draw(start_step, [])
+
+  def eta(self, step):
+    """Seconds left after update `step` by the moving average, or None while fewer than
+    ETA_MIN_UPDATES updates are timed (0 at the last step)."""
+    if step >= self.train_steps:
+      return 0.0
+    if not self._times or self._times[-1][0] - self._times[0][0] < ETA_MIN_UPDATES:
+      return None
+    (first_step, first_time), (last_step, last_time) = self._times[0], self._times[-1]
+    return (last_time - first_time) / (last_step - first_step) * (self.train_steps - step)
 
   def _draw(self, step, values):
     with contextlib.redirect_stdout(self.stream):  # Progbar writes to sys.stdout
@@ -289,13 +334,14 @@ class Progress:
       self._bar.tokens_per_sec = tokens_per_sec
       self._draw(step, [("loss", loss), ("nll", nll), ("lr", lr)])
       return
+    now = self.clock()
+    self._times.append((step, now))
     if step % self.log_every and step < self.train_steps:
       return
-    elapsed = time.monotonic() - self.start
-    done = step - self.start_step
-    eta = elapsed / done * (self.train_steps - step) if done > 0 else 0.0
+    eta = self.eta(step)
     self.line(f"step {step}/{self.train_steps} | loss {loss:.4f} | nll {nll:.4f} | lr {lr:.3e} | "
-              f"{tokens_per_sec:,.0f} tok/s | elapsed {hms(elapsed)} | ETA {hms(eta)}")
+              f"{tokens_per_sec:,.0f} tok/s | elapsed {hms(now - self.start)} | "
+              f"ETA {'-' if eta is None else hms(eta)}")
 
   def line(self, text):
     """Writes a message on its own line(s) (ends the bar's line first on a terminal)."""

@@ -57,8 +57,14 @@ def test_log_file_is_plain_and_quiet(trained_run):
   # Plain progress lines every --log_every_steps=5 updates, with rounded tokens/s.
   steps = [int(s) for s in re.findall(r"^step (\d+)/200 \| loss [\d.]+ \| nll [\d.]+ \| "
                                       r"lr [\d.e+-]+ \| [\d,]+ tok/s \| elapsed \d+:\d\d:\d\d \| "
-                                      r"ETA \d+:\d\d:\d\d$", err, re.M)]
+                                      r"ETA (?:-|\d+:\d\d:\d\d)$", err, re.M)]
   assert steps == list(range(5, 201, 5)), steps
+  # No ETA before 10 updates are timed after the first (step 5, 10), then the moving average's.
+  etas = re.findall(r"^step \d+/200 .* \| ETA (\S+)$", err, re.M)
+  assert etas[:2] == ["-", "-"] and all(re.fullmatch(r"\d+:\d\d:\d\d", e) for e in etas[2:])
+  dropped = re.search(r"^train: 6,000 line pairs in .*; dropped (\d+) of the first 1,000 pairs: "
+                      r"longer than (\d+) tokens$", err, re.M)
+  assert dropped and dropped.group(2) == "256", err[:2000]
 
 
 @pytest.mark.slow
@@ -71,6 +77,12 @@ def test_startup_block_matches_summary(trained_run):
   assert startup["precision"] == "float32"
   assert startup["start"] == "new run at step 0"
   assert startup["model dir"] == str(trained_run.model_dir)
+  so_far, imports = map(float, re.fullmatch(r"([\d.]+) s so far, of which imports ([\d.]+) s",
+                                            startup["start-up"]).groups())
+  first, tracing = map(float, re.search(r"^first update done ([\d.]+) s after the start \(tracing "
+                                        r"and running it ([\d.]+) s\)$", trained_run.stderr,
+                                        re.M).groups())
+  assert 0 < imports <= so_far < first and tracing <= first - so_far + 0.1
   summary = _run(["-m", "t2t_repro.summary", "--hparams=tiny"])
   assert summary.returncode == 0, summary.stderr[-2000:]
   built = re.search(r"parameters \(built model\): +([\d,]+)", summary.stdout).group(1)
@@ -154,7 +166,7 @@ def test_progress_plain_lines_and_terminal_bar():
   assert [line.split(" | ")[0] for line in lines] == ["step 12/20", "step 16/20", "step 20/20",
                                                       "saved x"]
   assert lines[0].split(" | ")[1:5] == ["loss 2.0000", "nll 1.5000", "lr 1.000e-03", "12,346 tok/s"]
-  assert lines[2].endswith("ETA 0:00:00")
+  assert lines[0].endswith("ETA -") and lines[2].endswith("ETA 0:00:00")  # too few; the end
   bar = io.StringIO()
   progress = logs.Progress(train_steps=20, start_step=0, log_every=4, terminal=True, stream=bar)
   time.sleep(0.06)  # the Progbar redraws at most every 0.05 s
@@ -163,6 +175,42 @@ def test_progress_plain_lines_and_terminal_bar():
   text = bar.getvalue()
   assert "12,346 tok/s" in text and "\r" in text and "12345.6" not in text
   assert text.endswith("\ndev step 1: ...\n")  # the bar's line is ended before a message
+
+
+def test_eta_is_a_moving_average_of_the_recent_updates():
+  """No ETA until ETA_MIN_UPDATES updates are timed after the run's first one (whose tracing
+  took 100 s here); then (remaining updates) x (mean time per update in the window)."""
+  now = [0.0]
+  out = io.StringIO()
+  progress = logs.Progress(train_steps=1000, start_step=0, log_every=5, terminal=False, stream=out,
+                           clock=lambda: now[0])
+  now[0] = 100.0  # the first update: tracing
+  progress.update(1, 2.0, 1.5, 1e-3, 1.0)
+  for step in range(2, 41):  # 2 s per update, then 4 s per update from step 31
+    now[0] += 2.0 if step <= 30 else 4.0
+    progress.update(step, 2.0, 1.5, 1e-3, 1.0)
+    if step == 5:
+      assert progress.eta(5) is None
+  etas = [line.rsplit("ETA ", 1)[1] for line in out.getvalue().splitlines()]
+  assert etas[:2] == ["-", "-"]  # steps 5 and 10: 4 and 9 updates timed
+  assert etas[2] == logs.hms(2.0 * (1000 - 15))  # not (100 + 28) / 15 s per update
+  # Step 40: the window is the last 25 updates (5 intervals): 15 of 2 s and 10 of 4 s.
+  assert progress.eta(40) == pytest.approx((15 * 2.0 + 10 * 4.0) / 25 * 960)
+  assert etas[-1] == logs.hms((15 * 2.0 + 10 * 4.0) / 25 * 960)
+
+
+def test_closing_block_names_the_phases_that_ran():
+  from types import SimpleNamespace  # pylint: disable=import-outside-toplevel
+  from t2t_repro.training import report  # pylint: disable=import-outside-toplevel
+  from t2t_repro.training.config import TrainResult  # pylint: disable=import-outside-toplevel
+  trainer = SimpleNamespace(step=100, model_dir="runs/x")
+  result = TrainResult(step=100, checkpoint="runs/x/ckpt-100")
+  text = report.closing_block(trainer, 0, [("training", 91.0)], 95.0, result)
+  assert _block(text, "t2t_repro.train finished")["wall time"] == "0:01:35 (training 0:01:31)"
+  text = report.closing_block(trainer, 0, [("training", 91.0), ("dev", 30.0), ("test", 12.0)],
+                              140.0, result)
+  assert _block(text, "t2t_repro.train finished")["wall time"] == (
+      "0:02:20 (training 0:01:31, dev 0:00:30, test 0:00:12)")
 
 
 def test_is_noise_levels():

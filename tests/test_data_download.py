@@ -105,3 +105,46 @@ def test_mirror_url_and_errors(tmp_path):
   with pytest.raises(OSError, match="could not fetch file://.*/no/statmt.org/wmt13/test.tgz"):
     download.download("translate_ende_wmt14", str(tmp_path), source_url_base=f"file://{tmp_path}/no",
                       tfds=False)
+
+
+def test_multi30k_download_from_small_local_files(tmp_path):
+  """Without ../shared/data: a file:// mirror of small gz files laid out as
+  raw.githubusercontent.com serves multi30k/dataset's data/task1/raw/*.gz; the download
+  gunzips them into {data_dir}/multi30k/, where translate_ende_multi30k reads every split."""
+  sizes = {"train": 5, "val": 3, **{name: 2 for name in problems.MULTI30K_TESTS}}
+  for source in download.SOURCES["translate_ende_multi30k"]:
+    split, lang = os.path.basename(source.dest).rsplit(".", 1)
+    path = download.mirror_url(source.url, str(tmp_path / "mirror")).removeprefix("file://")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    lines = "".join(f"{split} {lang} line {i}\n" for i in range(sizes[split]))
+    with open(path, "wb") as out:
+      out.write(gzip.compress(lines.encode("utf-8")))
+  data_dir = tmp_path / "data"
+  written = download.download("translate_ende_multi30k", str(data_dir),
+                              source_url_base=f"file://{tmp_path / 'mirror'}")
+  assert len(written) == 12 and sorted(os.listdir(data_dir)) == ["multi30k"]
+  problem = problems.get_problem("translate_ende_multi30k", str(data_dir))
+  assert [len(problem.text_pairs(s)) for s in ("train", "dev", "test")] == [5, 3, 2]
+  assert problem.text_pairs("dev").pairs[2] == ("val en line 2", "val de line 2")
+
+
+def test_offline_download_is_one_line_saying_it_needs_the_internet(tmp_path):
+  """The command offline (urlopen failing as without a network): one error line, exit 1."""
+  script = ("import urllib.error, urllib.request, sys\n"
+            "def offline(*a, **k):\n"
+            "  raise urllib.error.URLError('[Errno -2] Name or service not known')\n"
+            "urllib.request.urlopen = offline\n"
+            "from t2t_repro.commands import launch\n"
+            "sys.argv = ['t2t-download', 'translate_ende_multi30k', '--data_dir=" + str(tmp_path) +
+            "']\nlaunch.launch('download')\n")
+  result = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True,
+                          text=True, timeout=120, check=False)
+  assert result.returncode == 1, result.stderr
+  error = result.stderr.splitlines()[-1]
+  assert error.startswith("download: error: could not fetch https://raw.githubusercontent.com/"
+                          "multi30k/dataset/master/data/task1/raw/train.en.gz (")
+  assert error.endswith("downloading needs the internet, or a mirror given by --source_url_base")
+  assert "Traceback" not in result.stderr
+  help_text = subprocess.run([sys.executable, "-m", "t2t_repro.download", "--help"], cwd=REPO_ROOT,
+                             capture_output=True, text=True, timeout=120, check=False).stdout
+  assert "Needs the internet" in help_text

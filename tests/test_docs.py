@@ -7,6 +7,8 @@ import importlib.util
 import inspect
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -134,3 +136,53 @@ def test_readme_lines_fit_120_columns_outside_code():
     elif not fenced and not line.startswith("    ") and len(line) > 120:
       long_lines.append(f"README.md:{number}: {len(line)} characters")
   assert not long_lines
+
+
+def _read(name):
+  with open(os.path.join(_REPO, name), encoding="utf-8") as f:
+    return f.read()
+
+
+def _readme_commands():
+  """The `python -m t2t_repro.<name> ...` commands of README.md (code blocks, continuation lines
+  joined, and inline code): [(name, [flag names])]."""
+  text = _read("README.md").replace("\\\n", " ")
+  lines = [line.strip() for line in text.splitlines() if line.startswith("    ")]
+  lines += re.findall(r"`(python -m t2t_repro\.[^`]+)`", text)
+  commands = []
+  for line in lines:
+    match = re.match(r"python -m (t2t_repro\.\w+)(.*)", line)
+    if match:
+      commands.append((match.group(1), re.findall(r"(?<!\S)--(\w+)", match.group(2))))
+  return commands
+
+
+def test_readme_is_the_newcomers_path():
+  """At most 120 lines, every command a module with those flags, every link a file, and the
+  test command what .ci/run runs."""
+  readme = _read("README.md")
+  assert len(readme.splitlines()) <= 120
+  commands = _readme_commands()
+  assert {name for name, _ in commands} >= {"t2t_repro.train", "t2t_repro.translate",
+                                            "t2t_repro.evaluate", "t2t_repro.average",
+                                            "t2t_repro.export", "t2t_repro.download"}
+  defined = {}
+  for name, used in commands:
+    if name not in defined:
+      assert importlib.util.find_spec(name), f"README.md runs `python -m {name}`: no such module"
+      helpfull = subprocess.run([sys.executable, "-m", name, "--helpfull"], capture_output=True,
+                                text=True, cwd=_REPO, timeout=300, check=False).stdout
+      defined[name] = set(re.findall(r"^\s+(?:-\w,)?--(?:\[no\])?(\w+):", helpfull, re.M))
+      assert "verbosity" in defined[name], helpfull[-2000:]  # the listing was parsed
+    assert set(used) <= defined[name], f"README.md: {name} has no flag {set(used) - defined[name]}"
+  tests = re.search(r"^## Tests\n\n    (.*)$", readme, re.M).group(1)
+  assert tests == "python -m pytest -n 2" and tests in _read(".ci/run")
+  assert "pip install" not in _read(".ci/run").split(tests)[1]  # installed once, before
+
+
+@pytest.mark.parametrize("name", ["README.md", "docs/USAGE.md"])
+def test_links_resolve(name):
+  for target in re.findall(r"\]\(([^)#]+)\)", _read(name)):
+    if not re.match(r"\w+://", target):
+      path = os.path.join(_REPO, os.path.dirname(name), target)
+      assert os.path.exists(path), f"{name} links {target}, which does not exist"

@@ -140,6 +140,28 @@ def test_bfloat16_inference_is_close_and_really_bfloat16(model_dir):
     load_for_inference(model_dir, inference_dtype="int4")
 
 
+def test_export_logs_each_stage_and_traces_each_search_once(tmp_path, model_dir, caplog,
+                                                             monkeypatch):
+  """A line per stage (loading, writing, each signature's tracing), and one beam-search
+  trace per decoding setting: serving_default and translate_ids share theirs, so 3 traces
+  (best, n-best, prefixed) for 4 decoding signatures."""
+  import logging  # pylint: disable=import-outside-toplevel
+  from t2t_repro.decoding import beam_search  # pylint: disable=import-outside-toplevel
+  traces = []
+  search = beam_search.search
+  monkeypatch.setattr(beam_search, "search", lambda *a, **k: traces.append(1) or search(*a, **k))
+  export_dir = str(tmp_path / "1")
+  with caplog.at_level(logging.INFO, logger="absl"):
+    saved_model.export_model(model_dir, export_dir, beam_size=2, n_best=2)
+  stages = [r.getMessage().split(" (")[0] for r in caplog.records
+            if r.getMessage().startswith("export: ")]
+  assert stages[:2] == [f"export: loading {model_dir}",
+                        f"export: tracing the signatures and writing the SavedModel to {export_dir}"]
+  assert sorted(stages[2:]) == sorted(f"export: tracing the {name} signature"
+                                      for name in saved_model.SIGNATURES)  # once each
+  assert len(traces) == 3
+
+
 def test_nbest_prefix_and_score_signatures_equal_translate_and_score(tmp_path, model_dir):
   """The SavedModel's translate_nbest, translate_prefix and score give what the Translator
   (translate --n_best / --target_prefix_file) and the Scorer (t2t-score) give."""

@@ -96,6 +96,17 @@ def test_score_command_writes_one_line_per_pair(trained_run, tmp_path):
   assert "scored 5 pairs" in proc.stderr
 
 
+def test_score_header_names_the_written_columns(trained_run, tmp_path):
+  proc = _score(trained_run.model_dir, tmp_path, "--header", "--per_piece")
+  assert proc.returncode == 0, proc.stderr
+  lines = proc.stdout.splitlines()
+  assert lines[0] == "log_prob\tpiece_log_probs" and len(lines) == 1 + len(SOURCES)
+  for line in lines[1:]:
+    total, pieces = line.split("\t")
+    assert float(total) == pytest.approx(sum(float(x) for x in pieces.split()), abs=5e-4)
+  assert "scoring pairs 1-5" in proc.stderr
+
+
 def test_score_command_errors(trained_run, tmp_path):
   proc = _score(trained_run.model_dir, tmp_path, targets=["eins", "zwei"])
   assert proc.returncode == 1

@@ -32,7 +32,7 @@ COMMAND_ONLY_FLAGS = frozenset({
     "input_file", "output_file", "alignments", "alignment_layer", "alignment_file", "progress",
     "buffer_size", "buffer_seconds", "target_prefix_file", "evaluate", "ref", "tgt_lang",
     # evaluate, validate, score
-    "hyp", "src", "tgt", "split", "output_json", "normalized", "per_piece",
+    "hyp", "src", "tgt", "split", "output_json", "normalized", "per_piece", "header",
     # export
     "export_dir", "overwrite", "format", "quantization",
     # summary

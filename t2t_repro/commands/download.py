@@ -1,12 +1,16 @@
 r"""Fetch a problem's public data into the local layout (`t2t_repro.data.download`).
+Needs the internet (statmt.org, github.com, TFDS's sources), or a local mirror given by
+--source_url_base.
 
+  python -m t2t_repro.download translate_ende_multi30k --data_dir=DIR   # Multi30k En-De
   python -m t2t_repro.download translate_ende_wmt_news --data_dir=DIR
   python -m t2t_repro.download translate_ende_wmt14 --data_dir=DIR   # + TFDS train
   python -m t2t_repro.download translate_ende_multi30k --data_dir=DIR \
-      --source_url_base=file:///path/to/mirror
+      --source_url_base=file:///path/to/mirror   # offline: {mirror}/{host}/{path}
 """
 
 import os
+import urllib.error
 
 from absl import flags
 
@@ -36,7 +40,9 @@ def main(argv):
     raise errors.UsageError(f"give --data_dir or set ${problems.DATA_DIR_ENV}")
   try:
     written = download.download(argv[1], data_dir, FLAGS.source_url_base, FLAGS.tfds, FLAGS.force)
-  except OSError as e:  # a URL that cannot be fetched (urllib.error.URLError), a write error
+  except urllib.error.URLError as e:  # offline, or a URL that cannot be fetched
+    raise errors.DataError(str(e.reason)) from None
+  except OSError as e:  # a write error
     if errors.describe(e) is not None:
       raise
     raise errors.DataError(str(e)) from None

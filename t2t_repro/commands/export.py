@@ -8,10 +8,11 @@ conversion: `t2t_repro.serving.ctranslate2`.
 """
 
 import os
+import time
 
 from absl import flags
 
-from t2t_repro import errors
+from t2t_repro import errors, logs
 from t2t_repro.commands import config_flags, shared_flags
 from t2t_repro.decoding import config as decode_config
 from t2t_repro.serving import QUANTIZATIONS
@@ -48,6 +49,7 @@ def main(argv):
     raise errors.UsageError(f"unexpected arguments: {argv[1:]}")
   if FLAGS.quantization and FLAGS.format != "ctranslate2":
     raise errors.UsageError("--quantization needs --format=ctranslate2")
+  started = time.monotonic()
   if FLAGS.format == "ctranslate2":
     from t2t_repro.serving import ctranslate2  # pylint: disable=import-outside-toplevel
     try:
@@ -57,7 +59,8 @@ def main(argv):
           alpha=FLAGS.alpha)
     except ValueError as e:
       raise errors.UsageError(f"--format=ctranslate2: {e}") from None
-    print(f"CTranslate2 model written to {os.path.abspath(path)} (see README.md there)")
+    print(f"CTranslate2 model written to {os.path.abspath(path)} in "
+          f"{logs.hms(time.monotonic() - started)} (see README.md there)")
     return
   from t2t_repro.serving import saved_model  # pylint: disable=import-outside-toplevel
   path = saved_model.export_model(FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint_path,
@@ -65,5 +68,5 @@ def main(argv):
                       decode_extra_length=FLAGS.decode_extra_length, overwrite=FLAGS.overwrite,
                       batch_tokens=FLAGS.batch_tokens, inference_dtype=FLAGS.inference_dtype,
                       n_best=FLAGS.n_best)
-  print(f"SavedModel written to {os.path.abspath(path)} "
+  print(f"SavedModel written to {os.path.abspath(path)} in {logs.hms(time.monotonic() - started)} "
         f"(signatures: {', '.join(saved_model.SIGNATURES)})")

@@ -40,6 +40,7 @@ def run_command(name):
   sys.argv[0] = name
   module.define_flags()
   _list_in_help(module.__name__)
+  logs.mark_imported()
   return runner.run(module.main, name)
 
 

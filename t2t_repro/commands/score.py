@@ -5,16 +5,17 @@ under the model (sum over the target's sentencepiece pieces, EOS included, natur
 log; `t2t_repro.decoding.scoring`), then, tab-separated, with --normalized the
 length-normalized score log P(Y | X) / lp(|Y|) (the beam search's score; --alpha,
 default the model's) and with --per_piece the space-separated log-probability of every
-piece. Lines are stripped as `translate` strips them; an empty line is scored as the
-empty sentence (EOS alone). On stderr: one closing line with the pairs, pieces and the
-mean NLL per piece.
+piece. With --header the first line names the written columns (`COLUMNS`: log_prob,
+normalized, piece_log_probs). Lines are stripped as `translate` strips them; an empty line
+is scored as the empty sentence (EOS alone). On stderr: a line as each chunk starts and one
+closing line with the pairs, pieces and the mean NLL per piece.
 
 The files are streamed: `CHUNK_PAIRS` pairs at a time are read, scored (length-sorted
 token-budget batches within the chunk) and written, so memory does not grow with the files
 (a 4.5M-pair corpus can be scored, e.g. to filter it). With --output_file the scores go
-to a temporary name that replaces the file only when every pair is scored; a data error
-(different line counts, a pair too long) then leaves no output. On stdout the chunks before
-the error have been written.
+to a temporary name that replaces the file only when every pair is scored, so the file is
+never seen half-written; a data error (different line counts, a pair too long) then leaves no
+output. On stdout the chunks before the error have been written.
 
 Ensembles (--model_dir=runs/a,runs/b and/or --checkpoint_path=p1,p2) score with the log
 of the mean of the members' probabilities, as they decode. A pair longer than the
@@ -37,6 +38,8 @@ from t2t_repro.decoding import config as decode_config
 
 FLAGS = flags.FLAGS
 CHUNK_PAIRS = 10_000  # pairs read, scored and written at a time: bounds the memory
+# The column names of --header: flag (None: always written) -> name.
+COLUMNS = {None: "log_prob", "normalized": "normalized", "per_piece": "piece_log_probs"}
 
 
 def define_flags():
@@ -47,6 +50,9 @@ def define_flags():
   flags.DEFINE_bool("normalized", False, "Also write log P(Y|X) / lp(|Y|) (GNMT length penalty "
                     "with --alpha).")
   flags.DEFINE_bool("per_piece", False, "Also write the log-probability of every target piece.")
+  flags.DEFINE_bool("header", False, "Write a first line naming the tab-separated columns: "
+                    "log_prob (log P(Y|X), natural log, EOS included), normalized (with "
+                    "--normalized), piece_log_probs (with --per_piece).")
   config_flags.define(decode_config.DecodeConfig, names=("alpha", "batch_tokens"),
                       none_defaults=True)
   flags.mark_flags_as_required(["src", "tgt"])
@@ -101,6 +107,12 @@ def _line(log_probs, normalize):
   return "\t".join(fields) + "\n"
 
 
+def header():
+  """The --header line: the names of the columns the flags write, tab-separated, "\n"-ended."""
+  return "\t".join(name for flag, name in COLUMNS.items()
+                   if flag is None or getattr(FLAGS, flag)) + "\n"
+
+
 def _encode(tokenizer, lines):
   return [np.asarray(row, np.int32) for row in tokenizer.encode(lines).to_list()] if lines else []
 
@@ -121,7 +133,10 @@ def main(argv):
   pairs = pieces = 0
   nll = 0.0
   with _output() as out:
+    if FLAGS.header:
+      out.write(header().encode("utf-8"))
     for first, sources, targets in _pair_chunks(FLAGS.src, FLAGS.tgt):
+      logging.info("scoring pairs %s-%s", f"{first:,}", f"{first + len(sources) - 1:,}")
       src_ids, tgt_ids = _encode(tokenizer, sources), _encode(tokenizer, targets)
       try:
         scorer.check_lengths(src_ids, tgt_ids, range(first, first + len(sources)))

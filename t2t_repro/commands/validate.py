@@ -18,6 +18,7 @@ line on stdout; --output_json also writes {"nll", "ppl", "target_pieces", "pairs
 
 
 from absl import flags
+from absl import logging
 
 from t2t_repro import errors, fileio
 from t2t_repro.commands import shared_flags
@@ -78,7 +79,9 @@ def main(argv):
   from t2t_repro.decoding import loading  # pylint: disable=import-outside-toplevel
   from t2t_repro.training.perplexity import perplexity  # pylint: disable=import-outside-toplevel
   checkpoint = ModelDir(FLAGS.model_dir).resolve_checkpoint(FLAGS.checkpoint_path)
+  logging.info("loading %s", checkpoint)
   model, hparams, tokenizer = loading.load_for_inference(FLAGS.model_dir, checkpoint)
+  logging.info("computing the perplexity on %s (one pass over the pairs)", data)
   try:
     result = perplexity(model, tokenizer, pairs,
                         batch_tokens=FLAGS.batch_tokens or hparams.batch_tokens,

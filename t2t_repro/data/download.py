@@ -8,13 +8,15 @@ Sources (the URLs sacrebleu uses for the WMT test sets):
   `input-from-sgm.perl`: runs of ASCII whitespace become one space, stripped
   at both ends; U+00A0 and everything else are kept; no entity decoding. The
   newstest2014 SGML is also kept under `wmt14/sgm/`.
-* Multi30k task 1: the gzipped raw files of github.com/multi30k/dataset,
-  gunzipped.
+* Multi30k task 1 (translate_ende_multi30k: train, val and the four test sets): the
+  gzipped raw files of github.com/multi30k/dataset (`data/task1/raw/*.gz`), gunzipped
+  into `{data_dir}/multi30k/`, where the problem reads them.
 * WMT14 training text (translate_en{de,fr}_wmt14): TFDS `wmt14_translate`
   `download_and_prepare()` into `{data_dir}/tfds` (TFDS's own sources; skip
   with --notfds).
 
-`--source_url_base` replaces "scheme://" of every URL, so a mirror holds
+Fetching needs the internet; offline, `--source_url_base` replaces "scheme://" of every
+URL, so a mirror holds
 `{base}/{host}/{path}` (e.g. `file:///m/statmt.org/wmt14/test-full.tgz`).
 Files that already exist are kept unless --force. After fetching, every local
 split is read back through `Problem.text_pairs` (line counts, UTF-8).
@@ -151,7 +153,9 @@ def _fetch(url, folder):
       with urllib.request.urlopen(url) as response, open(path + ".part", "wb") as out:
         shutil.copyfileobj(response, out)
     except urllib.error.URLError as e:
-      raise urllib.error.URLError(f"could not fetch {url}: {e.reason}") from None
+      raise urllib.error.URLError(
+          f"could not fetch {url} ({e.reason}): downloading needs the internet, or a mirror "
+          "given by --source_url_base") from None
     os.replace(path + ".part", path)
   return path
 

@@ -7,9 +7,9 @@ loop's dev/test BLEU, `python -m t2t_repro.translate`, the exported SavedModel
 
 Settings (Vaswani et al. 2017 §6.1: beam 4, alpha 0.6, input length + 50; §6.3
 parsing: beam 21, alpha 0.3, input + 300) are resolved once, by `DecodeConfig.resolve`:
-a value given (a flag of `define_flags`) wins, else the model's hparams. One flag name
-per concept in every command: --beam_size, --alpha, --decode_extra_length,
---batch_tokens, --n_best.
+a value given (a command's flag, generated from `DecodeConfig`'s fields) wins, else the
+model's hparams. One name per concept in every command: `beam_size`, `alpha`,
+`decode_extra_length`, `batch_tokens`, `n_best`.
 
 `batch_tokens` has one meaning in the whole project: padded tokens per batch, i.e.
 rows x padded length [tokens]. Training counts the longer of source and target, per

@@ -29,6 +29,7 @@ import importlib.util
 import os
 
 import numpy as np
+from absl import logging
 
 from t2t_repro.data.vocab import EOS_ID, PAD_ID, UNK_ID
 from t2t_repro.model_dir import ModelDir
@@ -231,9 +232,12 @@ def export_ctranslate2(model_dir, output_dir, checkpoint_path=None, quantization
     raise ImportError(f"CTranslate2's converter needs torch for `quantization`={quantization} "
                       "(pip install torch), or choose int8 / int8_float32 / float16")
   import sentencepiece as spm  # pylint: disable=import-outside-toplevel
+  logging.info("export: loading %s", checkpoint_path or model_dir)
   model, hparams, tokenizer = load_for_inference(model_dir, checkpoint_path)
   processor = spm.SentencePieceProcessor(model_proto=tokenizer.model_proto)
   pieces = [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
+  logging.info("export: converting to CTranslate2 (weights %s) and writing %s",
+               quantization or "float32", output_dir)
   save_spec(build_spec(model, pieces), output_dir, quantization)
   tokenizer.save(os.path.join(output_dir, "sentencepiece.model"))
   readme = _README.format(model_dir=os.path.abspath(model_dir), out=os.path.abspath(output_dir),

@@ -37,9 +37,12 @@ of its batch and equals the translate CLI's. Loading needs only TensorFlow and
 """
 
 import dataclasses
+import time
 
 import tensorflow as tf
+from absl import logging
 
+from t2t_repro import logs
 from t2t_repro.constants import EOS_ID, PAD_ID
 from t2t_repro.data import batching, text_files
 from t2t_repro.decoding import config as decode_config
@@ -77,6 +80,14 @@ class ServingModule(tf.Module):
         translator.model, translator.tokenizer, wide, translator.constraint))
     self.model_weights = [w.value for w in translator.model.weights]  # the tf.Variables
     self.tokenizer = translator.tokenizer
+    self._created = _Untracked(time.monotonic())
+
+  def _tracing(self, method):
+    """Logs that the signature of `method` is being traced: a signature's Python body runs
+    only then (once, inside `tf.saved_model.save`), so export's longest stage is not silent."""
+    name = next(name for name, m in SIGNATURES.items() if m == method)
+    logging.info("export: tracing the %s signature (%s)", name,
+                 logs.hms(time.monotonic() - self._created.value))
 
   def _bounded(self, inputs):
     """inputs cut to the translator's `max_input_length()`, EOS kept last (as
@@ -122,7 +133,9 @@ class ServingModule(tf.Module):
     def body(b, ids_array, scores_array):
       start, size = starts[b], sizes[b]
       chunk = sorted_inputs[start:start + size, :tf.reduce_max(sorted_lengths[start:start + size])]
-      ids, scores = translator.search(
+      # A call of the translator's one tf.function per (config, prefixed): translate and
+      # translate_ids share one trace of the beam search instead of building it twice.
+      ids, scores = translator.decode_batch(
           chunk, None if sorted_prefixes is None else sorted_prefixes[start:start + size],
           tf.cast(order[start:start + size], tf.int64))  # a sample's line: its request row
       ids = tf.pad(ids, [[0, 0], [0, 0], [0, width - tf.shape(ids)[2]]])
@@ -154,6 +167,7 @@ class ServingModule(tf.Module):
                autograph=False)
   def translate(self, sentences):
     """sentences tf.string [batch] -> {"translations": tf.string [batch], "scores": float32 [batch]}."""
+    self._tracing("translate")
     sentences, inputs = self._encode(sentences)
     ids, scores = self._search(inputs)
     blank = tf.equal(sentences, "")
@@ -164,6 +178,7 @@ class ServingModule(tf.Module):
                autograph=False)
   def translate_ids(self, inputs):
     """inputs int32 [batch, src_len] -> {"ids": int32 [batch, T], "scores": float32 [batch]}."""
+    self._tracing("translate_ids")
     ids, scores = self._search(inputs)
     return {"ids": ids[:, 0], "scores": scores[:, 0]}
 
@@ -172,6 +187,7 @@ class ServingModule(tf.Module):
   def translate_nbest(self, sentences):
     """sentences tf.string [batch] -> {"translations": tf.string [batch, n_best],
     "scores": float32 [batch, n_best]}, best first (`translate --n_best`)."""
+    self._tracing("translate_nbest")
     sentences, inputs = self._encode(sentences)
     ids, scores = self._search(inputs, nbest=True)
     blank = tf.equal(sentences, "")
@@ -184,6 +200,7 @@ class ServingModule(tf.Module):
   def translate_prefix(self, sentences, prefixes):
     """sentences, prefixes tf.string [batch] -> {"translations", "scores"} [batch]: each
     translation starts with its prefix ("" : none), as `translate --target_prefix_file`."""
+    self._tracing("translate_prefix")
     sentences, inputs = self._encode(sentences)
     _, forced = self._encode(prefixes)
     forced = tf.where(tf.equal(forced, EOS_ID), PAD_ID, forced)[:, :-1]  # drop EOS
@@ -199,6 +216,7 @@ class ServingModule(tf.Module):
     """sources, targets tf.string [batch] -> {"scores": float32 [batch] log P(target |
     source), "lengths": int32 [batch] target pieces (EOS included)}, as `t2t-score`;
     a pair longer than max_positions fails the request (InvalidArgumentError)."""
+    self._tracing("score")
     _, inputs = self._encode(sources)
     _, outputs = self._encode(targets)
     model = self._translator.value.model
@@ -239,16 +257,28 @@ def export_model(model_dir, export_dir, checkpoint_path=None, beam_size=None, al
   Raises:
     FileExistsError: export_dir is not empty and overwrite is False.
     the errors of `decoding.loading.load_for_inference`.
+
+  Logs a line as each stage starts (loading, writing, tracing each signature: `_tracing`),
+  so the minutes of an export on a CPU are not silent.
   """
   from t2t_repro.decoding.loading import load_for_inference  # pylint: disable=import-outside-toplevel
   if tf.io.gfile.exists(export_dir) and tf.io.gfile.listdir(export_dir) and not overwrite:
     raise FileExistsError(f"export dir {export_dir} is not empty (use `overwrite`)")
+  started = time.monotonic()
+  logging.info("export: loading %s", checkpoint_path or model_dir)
   model, hparams, tokenizer = load_for_inference(model_dir, checkpoint_path, inference_dtype)
   config = decode_config.DecodeConfig.resolve(hparams, beam_size=beam_size, alpha=alpha,
                                                decode_extra_length=decode_extra_length,
                                                batch_tokens=batch_tokens)
   module = ServingModule(translator_lib.Translator(model, tokenizer, config),
                          n_best=n_best or config.beam_size)
+  logging.info("export: tracing the signatures and writing the SavedModel to %s (%s)", export_dir,
+               logs.hms(time.monotonic() - started))
+  # The signatures are traced here, once each, inside the save (a trace made before it would
+  # be made again: the save context is part of a tf.function's cache key; docs/BENCHMARKS.md
+  # §10). Serving never differentiates, so the custom gradients (LayerNorm's, the loss's) are
+  # not saved.
   tf.saved_model.save(module, export_dir, signatures={
-      name: getattr(module, method) for name, method in SIGNATURES.items()})
+      name: getattr(module, method) for name, method in SIGNATURES.items()},
+                      options=tf.saved_model.SaveOptions(experimental_custom_gradients=False))
   return export_dir

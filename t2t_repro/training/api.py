@@ -16,6 +16,7 @@ it was, or absent. A model dir that holds a run resumes from its latest checkpoi
 
 import dataclasses
 import tempfile
+import time
 
 from absl import logging
 
@@ -62,11 +63,14 @@ def train(config):
     hp, problem = preflight.validate(config)
     model_dir = ModelDir(config.model_dir)
     preflight.check_data_files(config, problem)
-    preflight.check_model_dir(model_dir, hp)
-    init = preflight.check_init_from(config, hp, problem)
-
+    # TensorFlow and Keras, timed for the startup block: after the checks without them, so a
+    # usage error comes at once; before the first check that needs them.
+    imports_started = time.monotonic()
     import keras  # pylint: disable=import-outside-toplevel
     from t2t_repro.training import loop, trainer as trainer_lib  # pylint: disable=import-outside-toplevel
+    imports = time.monotonic() - imports_started
+    preflight.check_model_dir(model_dir, hp)
+    init = preflight.check_init_from(config, hp, problem)
 
     strategy = _make_strategy(config)
     keras.utils.set_random_seed(config.seed)
@@ -91,7 +95,8 @@ def train(config):
     run_info = {"hparams": hparams_lib.describe(config.hparams, hp),
                 "vocab": model_dir.vocab_path, "restored": restored,
                 "init_from": None if restored or not init else init[0],
-                "flags": dataclasses.asdict(config), "update_changed": update_changed}
+                "flags": dataclasses.asdict(config), "update_changed": update_changed,
+                "import_seconds": imports}
 
     def commit():
       if trainer.chief:

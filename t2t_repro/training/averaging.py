@@ -88,13 +88,13 @@ def average_weights(checkpoints, hparams):
   """
   model = Transformer.from_hparams(hparams)
   sums = dtypes = None
-  for path in checkpoints:
+  for number, path in enumerate(checkpoints, 1):
     restore_weights(model, path)
     values = [w.numpy() for w in model.weights]
     dtypes = [v.dtype for v in values]
     values = [v.astype(np.float64) for v in values]
     sums = values if sums is None else [s + v for s, v in zip(sums, values)]
-    print(f"read {path}", file=sys.stderr)
+    print(f"read {path} ({number} of {len(checkpoints)})", file=sys.stderr)
   for weight, total, dtype in zip(model.weights, sums, dtypes):
     weight.assign((total / len(checkpoints)).astype(dtype))
   return model

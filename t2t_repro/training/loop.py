@@ -204,8 +204,8 @@ def _check_train(train, tokenizer, max_length):
   too_long = sum(n > max_length for n in lengths)
   whole = len(train) <= scanned
   scope = "" if whole else f" (of the first {len(lengths)} non-empty pairs)"
-  logging.info("train: %d line pairs in %s; %d pairs longer than max_length=%d tokens are "
-               "dropped%s", len(train), train.origin, too_long, max_length, scope)
+  logging.info("train: %s", _dropped_message(len(train), train.origin, too_long, len(lengths),
+                                             whole, max_length))
   if not lengths:
     raise DataError(f"no training pair with text on both sides in the first {CHECK_PAIRS} line "
                     f"pairs of {train.origin}" if not whole else
@@ -215,6 +215,14 @@ def _check_train(train, tokenizer, max_length):
                     f"max_length={max_length} tokens (the shortest has {min(lengths)} tokens, "
                     "EOS included), so training would drop every one; raise it with "
                     "`hparams_override`=max_length=N")
+
+
+def _dropped_message(pairs, origin, too_long, checked, whole, max_length):
+  """The startup line of the training pairs max_length drops: "29,000 line pairs in F;
+  dropped 0 of the first 1,000 pairs: longer than 256 tokens" (of all N when `whole`)."""
+  scope = f"{checked:,}" if whole else f"the first {checked:,}"
+  return (f"{pairs:,} line pairs in {origin}; dropped {too_long:,} of {scope} pairs: longer "
+          f"than {max_length} tokens")
 
 
 class _Run:
@@ -231,6 +239,15 @@ class _Run:
     self.result = TrainResult(step=trainer.step, checkpoint=run_info.get("restored"))
     self.saved_step, self.saved_time = trainer.step, time.monotonic()
     self.skipped = 0  # updates skipped for a non-finite loss or gradient
+    self.phases = {}  # phase name -> seconds spent in it (the closing block names these)
+
+  def timed(self, phase, function, *args, **kwargs):
+    """function(*args, **kwargs), its time added to `phase`."""
+    start = time.monotonic()
+    try:
+      return function(*args, **kwargs)
+    finally:
+      self.phases[phase] = self.phases.get(phase, 0.0) + time.monotonic() - start
 
   def save(self):
     """Writes a checkpoint of the current step and records it (path, step, time)."""
@@ -265,11 +282,13 @@ class _Run:
     window = _Throughput()
     deadline = time.monotonic() + config.train_minutes * 60 if config.train_minutes else None
     if evaluator is not None and config.eval_at_start and trainer.step == 0:
-      result.dev = evaluator(0)
+      result.dev = self.timed("dev", evaluator, 0)
     if best is not None and best.exhausted:  # a resumed run that had stopped early
       progress.line(f"early stopping: this run had stopped early ({best.state_path}); raise "
                     "--early_stopping to train on.")
       result.early_stopped = True
+    loop_start = time.monotonic()
+    self.first_step, self.first_start = trainer.step, loop_start
     while trainer.step < trainer.hparams.train_steps and not result.early_stopped:
       step = self._step(iterator, writer, window)
       out_of_time = deadline is not None and time.monotonic() >= deadline
@@ -280,19 +299,20 @@ class _Run:
           and not self.stop.received:
         if self.saved_step != step:  # an interrupted evaluation loses nothing
           self.save()
-        result.dev = evaluator(step)
+        result.dev = self.timed("dev", evaluator, step)
         self._record_best(best, result.dev)
       if self._stopping(step, out_of_time, best):
         break
     result.step = trainer.step
-    train_time = time.monotonic() - self.run_start
+    self.phases = {"training": time.monotonic() - loop_start - self.phases.get("dev", 0.0),
+                   **self.phases}
     if config.ema_decay and result.stopped is None and trainer.chief:
       with exit_at_once():
-        self._write_ema(evaluator)
+        self.timed("moving average", self._write_ema, evaluator)
     for closable in (writer, evaluator):
       if closable is not None:
         closable.close()
-    self._finish(start_step, train_time)
+    self._finish(start_step)
     return result
 
   def _step(self, iterator, writer, window):
@@ -307,12 +327,22 @@ class _Run:
                          f"({result.train['loss']:.4g}) or gradient norm "
                          f"({result.train['grad_norm']:.4g}); {self.skipped} skipped so far")
     window.add(result.train)
+    if step == self.first_step + 1:
+      self._first_update_line()
     self.progress.update(step, result.train["loss"], result.train["nll"], lr, window.rate())
     if step % self.config.log_every_steps == 0:
       if writer is not None:
         _write_train_summaries(writer, step, result.train, lr, window.rate(), self.skipped)
       window.reset()
     return step
+
+  def _first_update_line(self):
+    """In a command, when the first update is done: the time since the command started and
+    the first update's part (tracing the step's graph, then running it)."""
+    so_far, _ = logs.startup_times()
+    if so_far is not None and self.trainer.chief:
+      self.progress.line(f"first update done {so_far:.1f} s after the start (tracing and running "
+                         f"it {time.monotonic() - self.first_start:.1f} s)")
 
   def _record_best(self, best, dev_stats):
     if best is None:
@@ -342,19 +372,19 @@ class _Run:
       return False
     return True
 
-  def _finish(self, start_step, train_time):
+  def _finish(self, start_step):
     """Averaging (average_last), the test BLEU and the closing block, unless a signal stopped."""
     trainer, config, result = self.trainer, self.config, self.result
     model, averaged_note = trainer.model, ""
     if config.average_last and result.stopped is None and trainer.chief:
       with exit_at_once():
-        model, count = self._average_last()
+        model, count = self.timed("averaging", self._average_last)
       averaged_note = f", averaged model of the last {count} checkpoints"
     if config.test_bleu_lines and result.stopped is None:
       test = self.problem.text_pairs("test")
       with exit_at_once():  # after the last save
-        scores, _ = bleu(model, trainer.hparams, self.tokenizer, test, config.test_bleu_lines,
-                         self.problem.target_lang)
+        scores, _ = self.timed("test", bleu, model, trainer.hparams, self.tokenizer, test,
+                               config.test_bleu_lines, self.problem.target_lang)
       n = len(test) if config.test_bleu_lines < 0 else min(config.test_bleu_lines, len(test))
       hp = trainer.hparams
       result.test_description = (f"{self.problem.name}, first {n} lines, beam {hp.beam_size}, "
@@ -363,7 +393,7 @@ class _Run:
                          f"{evaluation.format_scores(scores)}")
       result.test = scores
     if trainer.chief:
-      self.progress.line(report.closing_block(trainer, start_step, train_time,
+      self.progress.line(report.closing_block(trainer, start_step, list(self.phases.items()),
                                               time.monotonic() - self.run_start, result))
 
   def _average_last(self):

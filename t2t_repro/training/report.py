@@ -59,7 +59,18 @@ def startup_rows(trainer, problem, tokenizer, sizes, run_info):
        else f"new run at step {trainer.step}, weights of {run_info['init_from']} (new optimizer)"
        if run_info.get("init_from") else f"new run at step {trainer.step}"),
       ("train steps", f"{hp.train_steps:,}"),
-  ]
+  ] + _startup_time_row(run_info.get("import_seconds", 0.0))
+
+
+def _startup_time_row(import_seconds):
+  """The "start-up" row in a command: the seconds since it started and their imports (the
+  command's modules, then TensorFlow and Keras: `import_seconds`); the first update's
+  tracing comes after the block (`loop`'s "first update done" line)."""
+  so_far, command_imports = logs.startup_times()
+  if so_far is None:
+    return []
+  return [("start-up", f"{so_far:.1f} s so far, of which imports "
+                       f"{(command_imports or 0.0) + import_seconds:.1f} s")]
 
 
 def write_hparams(writer, trainer, run_info):
@@ -81,13 +92,15 @@ def write_samples(writer, step, sources, references, hyps, count=3):
     tf.summary.text("dev_translations", "\n".join(rows))
 
 
-def closing_block(trainer, start_step, train_time, wall_time, result):
+def closing_block(trainer, start_step, phases, wall_time, result):
   """The closing block (logs.block) of a run: steps, times, checkpoints and scores.
 
   Args:
-    trainer: the `Trainer`.
+    trainer: the `Trainer` (its `step` and `model_dir` are read).
     start_step: the step the run started at.
-    train_time, wall_time: seconds of training and dev / of the whole run.
+    phases: [(name, seconds)] of the phases that ran, in order (e.g. training, dev, test);
+      the wall time names these only.
+    wall_time: seconds of the whole run (reading the data and saving included).
     result: the `TrainResult` (`config.TrainResult`).
   """
   if result.stopped:
@@ -95,7 +108,8 @@ def closing_block(trainer, start_step, train_time, wall_time, result):
   else:
     done = "stopped early (no dev improvement)" if result.early_stopped else "finished"
   rows = [("steps", f"{start_step:,} -> {trainer.step:,} ({trainer.step - start_step:,} this run)"),
-          ("wall time", f"{logs.hms(wall_time)} (training and dev {logs.hms(train_time)})"),
+          ("wall time", f"{logs.hms(wall_time)} ("
+                        + ", ".join(f"{name} {logs.hms(t)}" for name, t in phases) + ")"),
           ("checkpoint", result.checkpoint or "none written")]
   if result.dev:
     rows.append(("dev", dev_message(result.dev)))
