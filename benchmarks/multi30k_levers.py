@@ -131,19 +131,6 @@ def table(results):
   return "\n".join(lines)
 
 
-def write(results, doc_path):
-  """Rewrites the table between BEGIN and END of `doc_path` (appended when absent)."""
-  with open(doc_path, encoding="utf-8") as f:
-    text = f.read()
-  block = f"{BEGIN}\n{table(results)}\n{END}"
-  if BEGIN in text and END in text:
-    text = text[:text.index(BEGIN)] + block + text[text.index(END) + len(END):]
-  else:
-    text += "\n" + block + "\n"
-  with open(doc_path, "w", encoding="utf-8") as f:
-    f.write(text)
-
-
 def parse_args(argv):
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0],
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -189,7 +176,7 @@ def main(argv):
           f"{result['scores'][v]['val_sacrebleu']:.2f}" for v in VARIANTS), flush=True)
   results = [r for r in runlib.read_results(args.results) if r["settings"] == shared]
   if results:
-    write(results, args.doc)
+    runlib.replace_block(args.doc, BEGIN, END, table(results))
     print(f"wrote the table of {len(results)} levers into {args.doc}", flush=True)
 
 

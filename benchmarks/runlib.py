@@ -55,3 +55,20 @@ def append_result(path, result):
   """Appends one run (a dict) as one line of `path`."""
   with open(path, "a", encoding="utf-8") as f:
     f.write(json.dumps(result, sort_keys=True) + "\n")
+
+
+def replace_block(doc_path, begin, end, body):
+  """Rewrites the text between the markers `begin` and `end` of the doc `doc_path` with
+  `body` (the block is appended when the doc lacks the markers; the doc is created when
+  absent)."""
+  text = ""
+  if os.path.exists(doc_path):
+    with open(doc_path, encoding="utf-8") as f:
+      text = f.read()
+  block = f"{begin}\n{body}\n{end}"
+  if begin in text and end in text:
+    text = text[:text.index(begin)] + block + text[text.index(end) + len(end):]
+  else:
+    text = (text + "\n\n" if text else "") + block + "\n"
+  with open(doc_path, "w", encoding="utf-8") as f:
+    f.write(text)

@@ -16,6 +16,8 @@ when it is within NOISE_SIGMAS base-seed sd.
 import os
 import statistics
 
+import runlib
+
 NOISE_SIGMAS = 2.0
 PAPER_NO_CHANGE = {"dev_ppl": 0.05, "dev_bleu": 0.2}
 ACCEPT_NLL_MOVE = 0.02  # nats per piece over the last ACCEPT_WINDOW updates before the cooldown
@@ -285,14 +287,6 @@ def plot(by_protocol, path):
   plt.close(fig)
 
 
-def _replace_block(text, name, body):
-  begin, end = marker(name)
-  block = f"{begin}\n{body}\n{end}"
-  if begin in text and end in text:
-    return text[:text.index(begin)] + block + text[text.index(end) + len(end):]
-  return (text + "\n\n" if text else "") + block + "\n"
-
-
 def write(by_protocol, sweep_runs, doc_path):
   """Rewrites the doc's blocks (each appended when the doc lacks its markers; the doc is
   created when absent) and writes `<doc stem>.png` beside it.
@@ -305,18 +299,12 @@ def write(by_protocol, sweep_runs, doc_path):
   """
   by_protocol = {name: runs for name, runs in by_protocol.items()
                  if any(r["row"] == "base" for r in runs)}
-  text = ""
-  if os.path.exists(doc_path):
-    with open(doc_path, encoding="utf-8") as f:
-      text = f.read()
   if by_protocol:
-    text = _replace_block(text, "findings", findings_table(by_protocol))
+    runlib.replace_block(doc_path, *marker("findings"), findings_table(by_protocol))
   if sweep_runs:
-    text = _replace_block(text, "sweep", sweep_table(sweep_runs))
+    runlib.replace_block(doc_path, *marker("sweep"), sweep_table(sweep_runs))
   for name, runs in by_protocol.items():
-    text = _replace_block(text, f"rows:{name}", table(runs))
-  with open(doc_path, "w", encoding="utf-8") as f:
-    f.write(text)
+    runlib.replace_block(doc_path, *marker(f"rows:{name}"), table(runs))
   if by_protocol:
     stem = os.path.splitext(os.path.basename(doc_path))[0].lower()
     plot(by_protocol, os.path.join(os.path.dirname(doc_path), stem + ".png"))
