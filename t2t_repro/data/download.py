@@ -155,7 +155,7 @@ def _fetch(url, folder):
     except urllib.error.URLError as e:
       raise urllib.error.URLError(
           f"could not fetch {url} ({e.reason}): downloading needs the internet, or a mirror "
-          "given by --source_url_base") from None
+          "given by `source_url_base`") from None
     os.replace(path + ".part", path)
   return path
 
