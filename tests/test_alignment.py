@@ -73,7 +73,7 @@ def test_ensemble_of_a_model_with_itself_aligns_as_the_model(translator):
   alone = alignment.sentence_weights(translator.model, pairs, layer=0)
   twice = alignment.sentence_weights(Ensemble([translator.model, translator.model]), pairs, 0)
   np.testing.assert_allclose(twice[0], alone[0], atol=1e-6)
-  with pytest.raises(ValueError, match="--alignment_layer=5"):
+  with pytest.raises(ValueError, match="`alignment_layer`=5"):
     alignment.check_layer(translator.model, 5)
 
 

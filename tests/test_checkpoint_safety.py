@@ -54,7 +54,7 @@ def test_disk_full_keeps_earlier_checkpoints(tmp_path, monkeypatch):
   with pytest.raises(checkpoints.DiskFullError) as e:
     trainer.save()
   message = str(e.value)
-  assert f"--model_dir={tmp_path}" in message and "ckpt-5" in message
+  assert f"model_dir={tmp_path}" in message and "ckpt-5" in message
   needed = checkpoints.checkpoint_bytes(first)
   assert needed > 100_000 and f"about {needed} bytes" in message
   assert "\n" not in message

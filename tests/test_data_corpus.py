@@ -254,7 +254,7 @@ def test_sharded_split_from_globs_and_comma_lists(tmp_path):
   assert problem.file_pairs("train") == files
   text = problem.corpus("train", chunk_lines=4)
   assert len(text) == 18 and _pairs(text.dataset(training=False)) == expected
-  with pytest.raises(ValueError, match=r"names 3 files but --train_tgt=.* names 2"):
+  with pytest.raises(ValueError, match=r"names 3 files but train_tgt=.* names 2"):
     problems.get_problem("parallel_text", train_src=str(tmp_path / "shard-*.src"),
                          train_tgt=",".join(tgt for _, tgt in files[:2]))
   with pytest.raises(errors.MissingDataError, match="nothing-\\*.src"):

@@ -49,7 +49,7 @@ def test_multi30k_real_splits(shared_data_dir):
 def test_data_dir_from_env_or_error(monkeypatch, shared_data_dir):
   monkeypatch.delenv(problems.DATA_DIR_ENV, raising=False)
   problem = problems.get_problem("translate_ende_multi30k")
-  with pytest.raises(MissingDataError, match=r"--data_dir or set \$T2T_DATA_DIR.*multi30k/val.en"):
+  with pytest.raises(MissingDataError, match=r"pass data_dir or set \$T2T_DATA_DIR.*multi30k/val.en"):
     problem.text_pairs("dev")
   monkeypatch.setenv(problems.DATA_DIR_ENV, shared_data_dir)
   assert len(problems.get_problem("translate_ende_multi30k").text_pairs("dev")) == 1014
@@ -105,9 +105,9 @@ def test_parallel_text_files_and_errors(tmp_path, shared_data_dir):
       test_tgt=os.path.join(multi30k, "test_2017_mscoco.de"), dev_src=None, source_lang="en")
   assert problem.splits == ("test", "train") and problem.source_lang == "en"
   assert len(problem.text_pairs("train")) == 1014 and len(problem.text_pairs("test")) == 461
-  with pytest.raises(MissingDataError, match="no split 'dev'.*--dev_src and --dev_tgt"):
+  with pytest.raises(MissingDataError, match="no split 'dev'.*dev_src and dev_tgt"):
     problem.text_pairs("dev")
-  with pytest.raises(ValueError, match="give both --dev_src and --dev_tgt"):
+  with pytest.raises(ValueError, match="give both dev_src and dev_tgt"):
     problems.get_problem("parallel_text", dev_src="a.en")
   with pytest.raises(ValueError, match="unknown keyword 'train_source'"):
     problems.get_problem("parallel_text", train_source="a.en")

@@ -46,7 +46,7 @@ def test_ema_is_the_moving_average_of_the_updates_and_survives_a_resume(multi30k
 
 
 def test_ema_decay_is_checked_and_cannot_change_on_resume(multi30k_slice, tmp_path):
-  with pytest.raises(errors.UsageError, match="--ema_decay=1.0"):
+  with pytest.raises(errors.UsageError, match=r"ema_decay must be in \[0, 1\), got 1.0"):
     train(_config(multi30k_slice, tmp_path / "a", ema_decay=1.0, train_steps=1))
   assert not os.path.exists(tmp_path / "a")
   train(_config(multi30k_slice, tmp_path / "b", ema_decay=0.9, train_steps=1, eval_every_steps=0))

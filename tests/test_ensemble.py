@@ -118,7 +118,7 @@ def test_load_models_errors(model_dirs):
     loading.load_models([a, other_vocab])
   with pytest.raises(loading.EnsembleError, match=f"{other_size} has vocab_size"):
     loading.load_models([a, other_size])
-  with pytest.raises(loading.EnsembleError, match="--model_dir has 2 names and --checkpoint_path 3"):
+  with pytest.raises(loading.EnsembleError, match="model_dir has 2 names and checkpoint_path 3"):
     loading.load_models([a, copy], ["x", "y", "z"])
 
 

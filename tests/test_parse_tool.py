@@ -228,7 +228,7 @@ def test_parse_splits_and_train_config():
   assert prepare.parse_splits(["train=1-4", "test=180-180"]) == {
       "train": (1, 4), "test": (180, 180)}
   for bad in (["train=4-1"], ["train=1"], ["x"]):
-    with pytest.raises(Exception, match="--splits"):
+    with pytest.raises(ValueError, match="`splits`"):
       prepare.parse_splits(bad)
   # --train_flags: the command turns them into TrainConfig fields, the pipeline applies them.
   changes = parse_command.train_flag_changes(["--seed=3", "--noeval_at_start",
