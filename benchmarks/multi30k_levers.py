@@ -97,7 +97,7 @@ def run_lever(name, args):
   os.makedirs(args.work_dir, exist_ok=True)
   log = model_dir + ".log"
   load_before = os.getloadavg()[0]
-  wall, cpu = runlib.run(train, log)
+  wall, cpu = runlib.train(train, log, model_dir, args.train_steps)
   load_after = os.getloadavg()[0]
   scores = {}
   src, ref = (os.path.join(args.data_dir, "multi30k", f"val.{lang}") for lang in ("en", "de"))

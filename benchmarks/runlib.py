@@ -33,6 +33,26 @@ def run(argv, log_path):
   return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def train(argv, log_path, model_dir, train_steps):
+  """`run` of a training command that must end at update `train_steps`: a trainer stopped by
+  SIGINT or SIGTERM saves a checkpoint and exits 0 before the end, and such a run must be
+  resumed, not scored.
+
+  Returns:
+    (wall seconds, CPU seconds), as `run`.
+  Raises:
+    RuntimeError: a non-zero exit, or the latest checkpoint is not at `train_steps`.
+  """
+  times = run(argv, log_path)
+  from t2t_repro.model_dir import ModelDir  # pylint: disable=import-outside-toplevel
+  latest = ModelDir(model_dir).latest_checkpoint()
+  step = int(latest.rsplit("-", 1)[1]) if latest else 0
+  if step != train_steps:
+    raise RuntimeError(f"{model_dir}: training stopped at update {step} of {train_steps} "
+                       f"(log: {log_path}); rerun to resume it")
+  return times
+
+
 def display(argv):
   """A command as a reader types it: `python -m ...` with repo-relative paths."""
   return " ".join(["python", *argv[1:]]).replace(REPO + os.sep, "")

@@ -230,7 +230,8 @@ def run_row(row, seed, args):
   os.makedirs(args.work_dir, exist_ok=True)
   log = model_dir + ".log"
   load_before = os.getloadavg()[0]
-  train_wall, train_cpu = runlib.run(train, log)
+  train_wall, train_cpu = runlib.train(train, log, model_dir,
+                                       args.train_steps * row.steps_factor)
   load_after = os.getloadavg()[0]
   runlib.run(validate, log)
   runlib.run(translate, log)

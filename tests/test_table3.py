@@ -191,6 +191,22 @@ def test_a_trained_base_is_flat_before_its_cooldown_and_reaches_25_bleu():
   assert table3_report.acceptance({**flat, "dev_curve": [[7200, 2.2], [8000, 2.19]]}) == (None, False)
 
 
+def test_a_run_stopped_before_its_last_update_is_not_scored(tmp_path):
+  """A trainer stopped by SIGTERM saves a checkpoint and exits 0: runlib.train refuses to
+  treat that as a finished run (it happened to a sweep run, which was then scored at update
+  2,120 of 8,000)."""
+  import runlib  # pylint: disable=import-outside-toplevel
+  model_dir = tmp_path / "m"
+  model_dir.mkdir()
+  (model_dir / "checkpoint").write_text('model_checkpoint_path: "ckpt-2120"\n'
+                                        'all_model_checkpoint_paths: "ckpt-2120"\n')
+  (model_dir / "ckpt-2120.index").write_bytes(b"")
+  done = [sys.executable, "-c", "pass"]
+  with pytest.raises(RuntimeError, match="stopped at update 2120 of 8000"):
+    runlib.train(done, str(tmp_path / "log"), str(model_dir), 8000)
+  assert runlib.train(done, str(tmp_path / "log"), str(model_dir), 2120)[0] >= 0
+
+
 def test_bad_arguments_are_one_line_errors(tmp_path):
   for args, message in ((["--rows=Q"], "unknown row or group"), (["--factor=0"], "--factor"),
                         ([f"--data_dir={tmp_path}"], "no multi30k folder")):
