@@ -15,7 +15,7 @@ from t2t_repro import hparams
 from t2t_repro.commands import launch
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_SOURCES = ("t2t_repro", "configs", "setup.cfg", "setup.py", "pyproject.toml", "README.md")
+_SOURCES = ("t2t_repro", "configs", "setup.cfg", "pyproject.toml", "README.md")
 
 # Run first in every process of the test (site imports `sitecustomize` from PYTHONPATH):
 # a `pip install -e` of the project adds an import hook that finds any t2t_repro module
@@ -100,3 +100,17 @@ def test_python_m_t2t_repro_without_a_command_lists_them(installed):
   assert ", ".join(launch.COMMANDS) in result.stderr
   unknown = _run([sys.executable, "-m", "t2t_repro", "trian"], installed)
   assert unknown.returncode == 2 and "unknown command 'trian'" in unknown.stderr
+
+
+def test_setup_cfg_lists_every_package_folder():
+  """setup.cfg's explicit package list (configs/ is mapped into it, so `find:` cannot make
+  it) names every folder of t2t_repro/ with an __init__.py: a new subpackage cannot be left
+  out of a regular install, as t2t_repro.commands and t2t_repro.serving once were."""
+  import configparser  # pylint: disable=import-outside-toplevel
+  config = configparser.ConfigParser()
+  config.read(os.path.join(_REPO, "setup.cfg"))
+  listed = set(config["options"]["packages"].split())
+  folders = {os.path.relpath(root, _REPO).replace(os.sep, ".")
+             for root, _, files in os.walk(os.path.join(_REPO, "t2t_repro"))
+             if "__init__.py" in files and "__pycache__" not in root}
+  assert folders | {"t2t_repro.configs"} == listed
