@@ -379,3 +379,6 @@ if __name__ == "__main__":
   except UsageError as e:
     print(f"table3: error: {e}", file=sys.stderr)
     sys.exit(2)
+  except RuntimeError as e:  # a run that failed or stopped early: its log has the details
+    print(f"table3: error: {e}", file=sys.stderr)
+    sys.exit(1)
