@@ -1,0 +1,174 @@
+"""Levers of the parsing recipe measured at one fixed update budget, on dev only.
+
+    python benchmarks/parse_levers.py --levers=all --train_steps=5200
+    python benchmarks/parse_levers.py --report_only      # rewrite docs/RESULTS.md's table
+
+Each lever is run 9's recipe (`parsing_small`, 9 SUB2 trees per train tree, the last 5
+checkpoints averaged, bfloat16) with one change: an hparams override or a flag of
+`tools/parse.py --mode=train`. The cooldown is scaled with the budget (the recipe's 2,000 of
+10,400 updates: 1,000 of 5,200). Every run is seed-fixed and scored on the dev split (wsj
+0160-0179, 273 trees) only: labeled F1 of EVALB under COLLINS.prm, all lengths, with alpha
+chosen among 0, 0.3 and 0.6, and the dev NLL per target piece of the trainer's last dev
+evaluation. The test split is decoded once per final model, not here.
+
+Each finished lever is appended to --results (committed), a rerun skips the levers already
+there with the same settings, and the table between the markers of --doc is rewritten from it.
+"""
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import runlib  # pylint: disable=wrong-import-position
+
+RECIPE_STEPS, RECIPE_COOLDOWN = 10400, 2000  # parsing_small's budget and cooldown
+# name: (hparams overrides, extra tools/parse.py flags, what it tests)
+LEVERS = {
+    "reference": ({}, [], "run 9's recipe at this budget"),
+    "augment19": ({}, ["--augment_copies=19"], "19 SUB2 trees per train tree instead of 9"),
+    "relative": ({"position_encoding": "relative", "max_relative_position": 16}, [],
+                 "relative positions (Shaw et al. 2018) instead of sinusoids"),
+    "layers4": ({"num_layers": 4}, [], "4+4 layers instead of 3+3"),
+    "dropout0.1": ({"dropout": 0.1}, [], "less dropout (SUB2 data regularizes)"),
+    "ls0": ({"label_smoothing": 0.0}, [], "no label smoothing"),
+}
+BEGIN = "<!-- parse_levers:begin (written by benchmarks/parse_levers.py) -->"
+END = "<!-- parse_levers:end -->"
+ALPHAS = "0,0.3,0.6"
+
+
+class UsageError(Exception):
+  """A bad argument (exit 2, one line)."""
+
+
+def settings(args):
+  """What every lever of one table shares (a lever is skipped on rerun only when these match)."""
+  return {"hparams": "parsing_small", "train_steps": args.train_steps, "seed": args.seed,
+          "augment_copies": 9, "augment_rate": 0.1, "average_last": 5,
+          "mixed_precision": args.mixed_precision, "alphas": ALPHAS}
+
+
+def overrides(name, args):
+  """The lever's hparams overrides as one --hparams_override value (the cooldown scaled)."""
+  values = {"cooldown_steps": args.train_steps * RECIPE_COOLDOWN // RECIPE_STEPS,
+            **LEVERS[name][0]}
+  return ",".join(f"{k}={v}" for k, v in values.items())
+
+
+def command(name, args):
+  """(model_dir, argv of tools/parse.py --mode=train) of one lever."""
+  model_dir = os.path.join(args.work_dir, name)
+  flags = list(LEVERS[name][1])
+  if not any(f.startswith("--augment_copies=") for f in flags):
+    flags.append("--augment_copies=9")
+  save_every = max(args.train_steps // 35, 1)  # run 9: every 300 of 10,400
+  return model_dir, runlib.python(
+      "tools/parse.py", "--mode=train", f"--ptb_dir={args.ptb_dir}", f"--model_dir={model_dir}",
+      "--hparams=parsing_small", f"--hparams_override={overrides(name, args)}", *flags,
+      "--augment_rate=0.1", f"--train_steps={args.train_steps}", "--train_minutes=0",
+      f"--seed={args.seed}", f"--alphas={ALPHAS}", "--decode_splits=dev",
+      f"--train_flags=--mixed_precision={args.mixed_precision},--average_last=5,"
+      f"--save_checkpoints_steps={save_every},--keep_checkpoint_max=5")
+
+
+def run_lever(name, args):
+  """Trains, decodes and scores one lever on dev; returns its result object."""
+  model_dir, argv = command(name, args)
+  os.makedirs(args.work_dir, exist_ok=True)
+  log = model_dir + ".log"
+  load_before = os.getloadavg()[0]
+  wall, cpu = runlib.run(argv, log)
+  load_after = os.getloadavg()[0]
+  with open(os.path.join(model_dir, "parse_scores.json"), encoding="utf-8") as f:
+    scores = json.load(f)
+  if scores["train"]["step"] != args.train_steps:
+    raise RuntimeError(f"{model_dir}: training stopped at update {scores['train']['step']} of "
+                       f"{args.train_steps} (log: {log})")
+  with open(log, encoding="utf-8") as f:
+    nll = float(re.findall(r"dev step \d+: loss \S+ nll (\S+)", f.read())[-1])
+  dev = scores["decode"]["dev"]["evalb"]
+  return {"lever": name, "what": LEVERS[name][2], "settings": settings(args),
+          "hparams_override": overrides(name, args), "flags": LEVERS[name][1],
+          "dev_nll": nll, "dev_f1": dev["all"]["f1"], "dev_f1_len40": dev["len<=40"]["f1"],
+          "alpha_sweep": scores["decode"]["alpha_sweep"],
+          "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
+          "load_avg": [round(load_before, 2), round(load_after, 2)],
+          "command": runlib.display(argv),
+          "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
+
+
+def table(results):
+  """The markdown table of `results` (one settings)."""
+  lines = ["| lever | what | updates | dev NLL | dev F1 (all / len <= 40) | alpha chosen | "
+           "wall / CPU min, everything (load) |", "|" + "---|" * 7]
+  for r in results:
+    alpha = max(r["alpha_sweep"], key=r["alpha_sweep"].get)
+    lines.append(f"| {r['lever']} | {r['what']} | {r['settings']['train_steps']} | "
+                 f"{r['dev_nll']:.3f} | {r['dev_f1']:.2f} / {r['dev_f1_len40']:.2f} | {alpha} | "
+                 f"{r['wall_s'] / 60:.1f} / {r['cpu_s'] / 60:.1f} "
+                 f"({r['load_avg'][0]}-{r['load_avg'][1]}) |")
+  return "\n".join(lines)
+
+
+def parse_args(argv):
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0],
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument("--levers", default="all",
+                      help=f"'all' or names, comma-separated: {', '.join(LEVERS)}.")
+  parser.add_argument("--train_steps", type=int, default=5200, help="Updates of every lever.")
+  parser.add_argument("--seed", type=int, default=1234)
+  parser.add_argument("--mixed_precision", default="mixed_bfloat16",
+                      choices=["none", "mixed_bfloat16"])
+  parser.add_argument("--ptb_dir",
+                      default=os.path.join("..", "shared", "data", "ptb_sample", "combined"))
+  parser.add_argument("--work_dir", default=os.path.join("runs", "parse_levers"))
+  parser.add_argument("--results", default=os.path.join("docs", "parse_levers.jsonl"))
+  parser.add_argument("--doc", default=os.path.join("docs", "RESULTS.md"))
+  parser.add_argument("--report_only", action="store_true")
+  args = parser.parse_args(argv)
+  names = list(LEVERS) if args.levers == "all" else [n for n in args.levers.split(",") if n]
+  unknown = [n for n in names if n not in LEVERS]
+  if unknown:
+    raise UsageError(f"--levers: unknown lever {unknown[0]!r}; levers: {', '.join(LEVERS)}")
+  if args.train_steps < 100:
+    raise UsageError(f"--train_steps must be >= 100, got {args.train_steps}")
+  if not args.report_only and not os.path.isdir(args.ptb_dir):
+    raise UsageError(f"--ptb_dir={args.ptb_dir}: not a folder")
+  args.names = names
+  return args
+
+
+def main(argv):
+  args = parse_args(argv)
+  shared = settings(args)
+  if not args.report_only:
+    for name in args.names:
+      if any(r["lever"] == name and r["settings"] == shared
+             for r in runlib.read_results(args.results)):
+        print(f"{name}: done ({args.results})", flush=True)
+        continue
+      print(f"{name}: training {args.train_steps} updates (load {os.getloadavg()[0]:.2f})",
+            flush=True)
+      result = run_lever(name, args)
+      runlib.append_result(args.results, result)
+      print(f"{name}: dev F1 {result['dev_f1']:.2f}, dev NLL {result['dev_nll']:.3f}", flush=True)
+  results = [r for r in runlib.read_results(args.results) if r["settings"] == shared]
+  if results:
+    runlib.replace_block(args.doc, BEGIN, END, table(results))
+    print(f"wrote the table of {len(results)} levers into {args.doc}", flush=True)
+
+
+if __name__ == "__main__":
+  try:
+    main(sys.argv[1:])
+  except UsageError as e:
+    print(f"parse_levers: error: {e}", file=sys.stderr)
+    sys.exit(2)
+  except RuntimeError as e:  # a run that failed or stopped early: its log has the details
+    print(f"parse_levers: error: {e}", file=sys.stderr)
+    sys.exit(1)
