@@ -224,11 +224,14 @@ def _sha256(path):
 def run_row(row, seed, args):
   """Trains, validates and decodes one row; returns its result object."""
   from t2t_repro import evaluation  # pylint: disable=import-outside-toplevel
+  from t2t_repro.model_dir import ModelDir  # pylint: disable=import-outside-toplevel
   model_dir, (train, validate, translate) = commands(row, seed, args)
   if os.path.exists(model_dir):  # a half-finished row from an interrupted sitting resumes
     print(f"{row.name} seed {seed}: resuming {model_dir}", flush=True)
   os.makedirs(args.work_dir, exist_ok=True)
   log = model_dir + ".log"
+  latest = ModelDir(model_dir).latest_checkpoint() if os.path.exists(model_dir) else None
+  first_step = int(latest.rsplit("-", 1)[1]) if latest else 0  # the timed sitting starts here
   load_before = os.getloadavg()[0]
   train_wall, train_cpu = runlib.train(train, log, model_dir,
                                        args.train_steps * row.steps_factor)
@@ -255,6 +258,7 @@ def run_row(row, seed, args):
       "dev_bleu": scores["sacrebleu"], "dev_bleu_tok_compound": scores["bleu_tok_compound"],
       "dev_bleu_lc_tok": scores["bleu_lc_tok"], "sacrebleu_signature": scores["sacrebleu_signature"],
       "train_wall_s": round(train_wall, 1), "train_cpu_s": round(train_cpu, 1),
+      "train_first_step": first_step,
       "load_avg": [round(load_before, 2), round(load_after, 2)], "dev_curve": curve,
       "vocab_sha256": _sha256(os.path.join(model_dir, "vocab.model")),
       "paper_ppl": row.paper_ppl, "paper_bleu": row.paper_bleu, "paper_params": row.paper_params,

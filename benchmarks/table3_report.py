@@ -175,7 +175,8 @@ def sweep_table(runs):
   """The markdown table of the base schedule runs `runs` (dicts of table3.py)."""
   lines = ["| run | protocol | eq. 3 constant | warmup | cooldown | updates | tokens per update | "
            f"peak rate | dev NLL move over the {ACCEPT_WINDOW:,} updates before the cooldown | "
-           "dev PPL | dev BLEU | a trained base? | train wall / CPU min |", "|" + "---|" * 13]
+           "dev PPL | dev BLEU | a trained base? | train wall / CPU min (of the last sitting) |",
+           "|" + "---|" * 13]
   for r in runs:
     s = r["settings"]
     rate = s.get("learning_rate", 1.0)
@@ -187,8 +188,14 @@ def sweep_table(runs):
         f"{s.get('cooldown_steps', 0)} | {r['train_steps']} | {s['batch_tokens']} | {peak:.2e} | "
         f"{move_cell} | "
         f"{r['dev_ppl']:.2f} | {r['dev_bleu']:.2f} | {'yes' if accepted else 'no'} | "
-        f"{r['train_wall_s'] / 60:.1f} / {r['train_cpu_s'] / 60:.1f} |")
+        f"{r['train_wall_s'] / 60:.1f} / {r['train_cpu_s'] / 60:.1f}{_sitting(r)} |")
   return "\n".join(lines)
+
+
+def _sitting(result):
+  """' (updates N-M)' when the timed sitting resumed at update N, else ''."""
+  first = result.get("train_first_step", 0)
+  return f" (updates {first:,}-{result['train_steps']:,})" if first else ""
 
 
 def table(results):

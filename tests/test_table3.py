@@ -191,6 +191,16 @@ def test_a_trained_base_is_flat_before_its_cooldown_and_reaches_25_bleu():
   assert table3_report.acceptance({**flat, "dev_curve": [[7200, 2.2], [8000, 2.19]]}) == (None, False)
 
 
+def test_the_sweep_table_times_a_resumed_run_as_its_last_sitting():
+  args = table3.parse_args(["--protocol=sweep", "--report_only", "--train_steps=8000",
+                            "--cooldown_steps=2000", "--warmup_steps=4000"])
+  run = {**_fake_result("base", 1234, table3.settings(args), 7.3, 32.75), "protocol": "sweep",
+         "train_steps": 8000, "dev_curve": [[5000, 2.5], [6000, 2.23]], "train_wall_s": 3000}
+  fresh, resumed = table3_report.sweep_table([run, {**run, "train_first_step": 3500}]).split("\n")[2:]
+  assert fresh.endswith("| 1.98e-03 | -0.270 | 7.30 | 32.75 | no | 50.0 / 1.7 |")
+  assert resumed.endswith("| no | 50.0 / 1.7 (updates 3,500-8,000) |")
+
+
 def test_a_run_stopped_before_its_last_update_is_not_scored(tmp_path):
   """A trainer stopped by SIGTERM saves a checkpoint and exits 0: runlib.train refuses to
   treat that as a finished run (it happened to a sweep run, which was then scored at update
