@@ -156,7 +156,13 @@ def main(argv):
             flush=True)
       result = run_lever(name, args)
       runlib.append_result(args.results, result)
+      report(args, shared)
       print(f"{name}: dev F1 {result['dev_f1']:.2f}, dev NLL {result['dev_nll']:.3f}", flush=True)
+  report(args, shared)
+
+
+def report(args, shared):
+  """Rewrites the table of --doc from the results of the levers with the settings `shared`."""
   results = [r for r in runlib.read_results(args.results) if r["settings"] == shared]
   if results:
     runlib.replace_block(args.doc, BEGIN, END, table(results))
