@@ -37,6 +37,8 @@ LEVERS = {
     "ls0.2": ({"label_smoothing": 0.2}, [], "more label smoothing"),
     "layers6": ({"num_layers": 6}, [], "6+6 layers instead of 3+3 (2x the time per update)"),
     "vocab8000": ({"vocab_size": 8000}, [], "an 8,000-piece BPE instead of 6,000"),
+    "bpe_dropout0.1": ({"subword_alpha": 0.1}, [],
+                       "BPE-dropout 0.1 on the training pairs (Provilkov et al. 2020)"),
     "rdrop5": ({"rdrop_alpha": 5}, [],
                "R-Drop, alpha 5 (Liang et al. 2021; 2x the computation per update)"),
 }
