@@ -25,6 +25,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import runlib  # pylint: disable=wrong-import-position
+from runlib import UsageError  # pylint: disable=wrong-import-position
 
 RECIPE_STEPS, RECIPE_COOLDOWN = 10400, 2000  # parsing_small's budget and cooldown
 # name: (hparams overrides, extra tools/parse.py flags, what it tests)
@@ -40,10 +41,6 @@ LEVERS = {
 BEGIN = "<!-- parse_levers:begin (written by benchmarks/parse_levers.py) -->"
 END = "<!-- parse_levers:end -->"
 ALPHAS = "0,0.3,0.6"
-
-
-class UsageError(Exception):
-  """A bad argument (exit 2, one line)."""
 
 
 def settings(args):
@@ -131,10 +128,7 @@ def parse_args(argv):
   parser.add_argument("--doc", default=os.path.join("docs", "RESULTS.md"))
   parser.add_argument("--report_only", action="store_true")
   args = parser.parse_args(argv)
-  names = list(LEVERS) if args.levers == "all" else [n for n in args.levers.split(",") if n]
-  unknown = [n for n in names if n not in LEVERS]
-  if unknown:
-    raise UsageError(f"--levers: unknown lever {unknown[0]!r}; levers: {', '.join(LEVERS)}")
+  names = runlib.lever_names(args.levers, LEVERS)
   if args.train_steps < 100:
     raise UsageError(f"--train_steps must be >= 100, got {args.train_steps}")
   if not args.report_only and not os.path.isdir(args.ptb_dir):
@@ -143,38 +137,15 @@ def parse_args(argv):
   return args
 
 
+def summary(result):
+  """One line of a finished lever."""
+  return f"dev F1 {result['dev_f1']:.2f}, dev NLL {result['dev_nll']:.3f}"
+
+
 def main(argv):
   args = parse_args(argv)
-  shared = settings(args)
-  if not args.report_only:
-    for name in args.names:
-      if any(r["lever"] == name and r["settings"] == shared
-             for r in runlib.read_results(args.results)):
-        print(f"{name}: done ({args.results})", flush=True)
-        continue
-      print(f"{name}: training {args.train_steps} updates (load {os.getloadavg()[0]:.2f})",
-            flush=True)
-      result = run_lever(name, args)
-      runlib.append_result(args.results, result)
-      report(args, shared)
-      print(f"{name}: dev F1 {result['dev_f1']:.2f}, dev NLL {result['dev_nll']:.3f}", flush=True)
-  report(args, shared)
-
-
-def report(args, shared):
-  """Rewrites the table of --doc from the results of the levers with the settings `shared`."""
-  results = [r for r in runlib.read_results(args.results) if r["settings"] == shared]
-  if results:
-    runlib.replace_block(args.doc, BEGIN, END, table(results))
-    print(f"wrote the table of {len(results)} levers into {args.doc}", flush=True)
+  runlib.run_levers(args, settings(args), run_lever, summary, (BEGIN, END, table))
 
 
 if __name__ == "__main__":
-  try:
-    main(sys.argv[1:])
-  except UsageError as e:
-    print(f"parse_levers: error: {e}", file=sys.stderr)
-    sys.exit(2)
-  except RuntimeError as e:  # a run that failed or stopped early: its log has the details
-    print(f"parse_levers: error: {e}", file=sys.stderr)
-    sys.exit(1)
+  runlib.cli("parse_levers", main)

@@ -92,3 +92,61 @@ def replace_block(doc_path, begin, end, body):
     text = (text + "\n\n" if text else "") + block + "\n"
   with open(doc_path, "w", encoding="utf-8") as f:
     f.write(text)
+
+
+class UsageError(Exception):
+  """A bad argument of a benchmark script (exit 2, one line)."""
+
+
+def cli(prog, main):
+  """Runs `main(sys.argv[1:])`: a UsageError ends it with one line on stderr and exit 2, a
+  RuntimeError (a run that failed or stopped early; its log has the details) with exit 1."""
+  try:
+    main(sys.argv[1:])
+  except UsageError as e:
+    print(f"{prog}: error: {e}", file=sys.stderr)
+    sys.exit(2)
+  except RuntimeError as e:
+    print(f"{prog}: error: {e}", file=sys.stderr)
+    sys.exit(1)
+
+
+def lever_names(spec, levers):
+  """The lever names of --levers=`spec` ('all' or comma-separated names of `levers`).
+
+  Raises:
+    UsageError: an unknown name (the message lists the valid ones).
+  """
+  names = list(levers) if spec == "all" else [n for n in spec.split(",") if n]
+  unknown = [n for n in names if n not in levers]
+  if unknown:
+    raise UsageError(f"--levers: unknown lever {unknown[0]!r}; levers: {', '.join(levers)}")
+  return names
+
+
+def run_levers(args, shared, run_lever, summary, table):
+  """Runs each lever of `args.names` that `args.results` does not hold with the settings
+  `shared` (a dict), appends its result (`run_lever(name, args)`) and prints `summary(result)`;
+  the table between `table`'s markers in `args.doc` is rewritten after each lever and at the end
+  (with --report_only, only that).
+
+  Args:
+    table: (begin marker, end marker, function: results -> markdown).
+  """
+  def report():
+    results = [r for r in read_results(args.results) if r["settings"] == shared]
+    if results:
+      replace_block(args.doc, table[0], table[1], table[2](results))
+      print(f"wrote the table of {len(results)} levers into {args.doc}", flush=True)
+
+  for name in [] if args.report_only else args.names:
+    if any(r["lever"] == name and r["settings"] == shared for r in read_results(args.results)):
+      print(f"{name}: done ({args.results})", flush=True)
+      continue
+    print(f"{name}: training {args.train_steps} updates (load {os.getloadavg()[0]:.2f})",
+          flush=True)
+    result = run_lever(name, args)
+    append_result(args.results, result)
+    report()
+    print(f"{name}: {summary(result)}", flush=True)
+  report()

@@ -37,6 +37,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import runlib  # pylint: disable=wrong-import-position
+from runlib import UsageError  # pylint: disable=wrong-import-position
 import table3_report  # pylint: disable=wrong-import-position
 
 # The paper's base (Table 3, first row), in its units.
@@ -104,10 +105,6 @@ EXTRA_ROWS = [
 ROW_BY_NAME = {row.name: row for row in ROWS + EXTRA_ROWS}
 ROW_NAMES = list(ROW_BY_NAME)
 GROUPS = sorted({row.group for row in ROWS + EXTRA_ROWS})
-
-
-class UsageError(Exception):
-  """A bad argument (exit 2, one line)."""
 
 
 def paper_hparams(row):
@@ -378,11 +375,4 @@ def report(args):
 
 
 if __name__ == "__main__":
-  try:
-    main(sys.argv[1:])
-  except UsageError as e:
-    print(f"table3: error: {e}", file=sys.stderr)
-    sys.exit(2)
-  except RuntimeError as e:  # a run that failed or stopped early: its log has the details
-    print(f"table3: error: {e}", file=sys.stderr)
-    sys.exit(1)
+  runlib.cli("table3", main)
