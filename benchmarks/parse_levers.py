@@ -15,7 +15,6 @@ Each finished lever is appended to --results (committed), a rerun skips the leve
 there with the same settings, and the table between the markers of --doc is rewritten from it.
 """
 
-import argparse
 import json
 import os
 import re
@@ -113,20 +112,11 @@ def table(results):
 
 
 def parse_args(argv):
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0],
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument("--levers", default="all",
-                      help=f"'all' or names, comma-separated: {', '.join(LEVERS)}.")
-  parser.add_argument("--train_steps", type=int, default=5200, help="Updates of every lever.")
-  parser.add_argument("--seed", type=int, default=1234)
-  parser.add_argument("--mixed_precision", default="mixed_bfloat16",
-                      choices=["none", "mixed_bfloat16"])
+  parser = runlib.lever_parser(__doc__, LEVERS, 5200, 1234,
+                               os.path.join("runs", "parse_levers"),
+                               os.path.join("docs", "parse_levers.jsonl"))
   parser.add_argument("--ptb_dir",
                       default=os.path.join("..", "shared", "data", "ptb_sample", "combined"))
-  parser.add_argument("--work_dir", default=os.path.join("runs", "parse_levers"))
-  parser.add_argument("--results", default=os.path.join("docs", "parse_levers.jsonl"))
-  parser.add_argument("--doc", default=os.path.join("docs", "RESULTS.md"))
-  parser.add_argument("--report_only", action="store_true")
   args = parser.parse_args(argv)
   names = runlib.lever_names(args.levers, LEVERS)
   if args.train_steps < 100:

@@ -2,6 +2,7 @@
 command with its log, showing it as a reader types it, and the JSON-lines results file that a
 rerun reads to skip the finished runs."""
 
+import argparse
 import json
 import os
 import resource
@@ -122,6 +123,25 @@ def lever_names(spec, levers):
   if unknown:
     raise UsageError(f"--levers: unknown lever {unknown[0]!r}; levers: {', '.join(levers)}")
   return names
+
+
+def lever_parser(doc, levers, train_steps, seed, work_dir, results):
+  """The argparse parser of a lever script, with the flags all of them share (defaults given);
+  the script adds its data flag."""
+  parser = argparse.ArgumentParser(description=doc.split("\n\n", 1)[0],
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument("--levers", default="all",
+                      help=f"'all' or names, comma-separated: {', '.join(levers)}.")
+  parser.add_argument("--train_steps", type=int, default=train_steps,
+                      help="Updates of every lever.")
+  parser.add_argument("--seed", type=int, default=seed)
+  parser.add_argument("--mixed_precision", default="mixed_bfloat16",
+                      choices=["none", "mixed_bfloat16"])
+  parser.add_argument("--work_dir", default=work_dir)
+  parser.add_argument("--results", default=results)
+  parser.add_argument("--doc", default=os.path.join("docs", "RESULTS.md"))
+  parser.add_argument("--report_only", action="store_true")
+  return parser
 
 
 def run_levers(args, shared, run_lever, summary, table):
