@@ -95,7 +95,7 @@ def run_lever(name, args):
   os.makedirs(args.work_dir, exist_ok=True)
   log = model_dir + ".log"
   load_before = os.getloadavg()[0]
-  wall, cpu = runlib.train(train, log, model_dir, args.train_steps)
+  wall, cpu, first_step = runlib.train(train, log, model_dir, args.train_steps)
   load_after = os.getloadavg()[0]
   scores = {}
   src, ref = (os.path.join(args.data_dir, "multi30k", f"val.{lang}") for lang in ("en", "de"))
@@ -109,6 +109,7 @@ def run_lever(name, args):
   return {"lever": name, "what": LEVERS[name][2], "settings": settings(args),
           "hparams_override": overrides(name, args), "scores": scores,
           "train_wall_s": round(wall, 1), "train_cpu_s": round(cpu, 1),
+          "train_steps": args.train_steps, "train_first_step": first_step,
           "load_avg": [round(load_before, 2), round(load_after, 2)],
           "commands": [runlib.display(train)] + [runlib.display(v) for v in validate],
           "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
@@ -124,8 +125,8 @@ def table(results):
     cells = [" / ".join(f"{s[v][key]:.{digits}f}" for v in VARIANTS)
              for key, digits in (("dev_nll", 3), ("val_sacrebleu", 2), ("val_bleu_lc_tok", 2))]
     lines.append(f"| {r['lever']} | {r['what']} | {r['settings']['train_steps']} | "
-                 f"{' | '.join(cells)} | {r['train_wall_s'] / 60:.1f} / "
-                 f"{r['train_cpu_s'] / 60:.1f} ({r['load_avg'][0]}-{r['load_avg'][1]}) |")
+                 f"{' | '.join(cells)} | {runlib.train_time_cell([r])} "
+                 f"({r['load_avg'][0]}-{r['load_avg'][1]}) |")
   return "\n".join(lines)
 
 

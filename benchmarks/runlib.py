@@ -37,21 +37,45 @@ def run(argv, log_path):
 def train(argv, log_path, model_dir, train_steps):
   """`run` of a training command that must end at update `train_steps`: a trainer stopped by
   SIGINT or SIGTERM saves a checkpoint and exits 0 before the end, and such a run must be
-  resumed, not scored.
+  resumed, not scored. A model_dir with checkpoints resumes, so the times are this sitting's.
 
   Returns:
-    (wall seconds, CPU seconds), as `run`.
+    (wall seconds, CPU seconds, first update of this sitting: 0 for a run trained whole).
   Raises:
     RuntimeError: a non-zero exit, or the latest checkpoint is not at `train_steps`.
   """
-  times = run(argv, log_path)
-  from t2t_repro.model_dir import ModelDir  # pylint: disable=import-outside-toplevel
-  latest = ModelDir(model_dir).latest_checkpoint()
-  step = int(latest.rsplit("-", 1)[1]) if latest else 0
+  first_step = _latest_step(model_dir)
+  wall, cpu = run(argv, log_path)
+  step = _latest_step(model_dir)
   if step != train_steps:
     raise RuntimeError(f"{model_dir}: training stopped at update {step} of {train_steps} "
                        f"(log: {log_path}); rerun to resume it")
-  return times
+  return wall, cpu, first_step
+
+
+def _latest_step(model_dir):
+  """The update of model_dir's latest checkpoint (0: none, or no model_dir)."""
+  from t2t_repro.model_dir import ModelDir  # pylint: disable=import-outside-toplevel
+  latest = ModelDir(model_dir).latest_checkpoint() if os.path.isdir(model_dir) else None
+  return int(latest.rsplit("-", 1)[1]) if latest else 0
+
+
+def train_time_cell(runs):
+  """'wall / CPU min' of training, the mean over `runs` (result dicts with train_wall_s,
+  train_cpu_s, train_steps and train_first_step) trained whole in one sitting; a resumed run's
+  times are its last sitting's, so with none trained whole the cell is the last run's sitting,
+  marked '(updates N-M)', and with some it says how many of the runs it averages."""
+  whole = [r for r in runs if not r.get("train_first_step")]
+  timed = whole or runs[-1:]
+  wall = sum(r["train_wall_s"] for r in timed) / len(timed) / 60
+  cpu = sum(r["train_cpu_s"] for r in timed) / len(timed) / 60
+  if not whole:
+    note = f" (updates {timed[0]['train_first_step']:,}-{timed[0]['train_steps']:,})"
+  elif len(whole) < len(runs):
+    note = f" ({len(whole)} of {len(runs)} runs trained in one sitting)"
+  else:
+    note = ""
+  return f"{wall:.1f} / {cpu:.1f}{note}"
 
 
 def display(argv):

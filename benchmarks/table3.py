@@ -227,17 +227,14 @@ def _sha256(path):
 def run_row(row, seed, args):
   """Trains, validates and decodes one row; returns its result object."""
   from t2t_repro import evaluation  # pylint: disable=import-outside-toplevel
-  from t2t_repro.model_dir import ModelDir  # pylint: disable=import-outside-toplevel
   model_dir, (train, validate, translate) = commands(row, seed, args)
   if os.path.exists(model_dir):  # a half-finished row from an interrupted sitting resumes
     print(f"{row.name} seed {seed}: resuming {model_dir}", flush=True)
   os.makedirs(args.work_dir, exist_ok=True)
   log = model_dir + ".log"
-  latest = ModelDir(model_dir).latest_checkpoint() if os.path.exists(model_dir) else None
-  first_step = int(latest.rsplit("-", 1)[1]) if latest else 0  # the timed sitting starts here
   load_before = os.getloadavg()[0]
-  train_wall, train_cpu = runlib.train(train, log, model_dir,
-                                       args.train_steps * row.steps_factor)
+  train_wall, train_cpu, first_step = runlib.train(train, log, model_dir,
+                                                   args.train_steps * row.steps_factor)
   load_after = os.getloadavg()[0]
   runlib.run(validate, log)
   runlib.run(translate, log)

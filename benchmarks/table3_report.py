@@ -188,14 +188,8 @@ def sweep_table(runs):
         f"{s.get('cooldown_steps', 0)} | {r['train_steps']} | {s['batch_tokens']} | {peak:.2e} | "
         f"{move_cell} | "
         f"{r['dev_ppl']:.2f} | {r['dev_bleu']:.2f} | {'yes' if accepted else 'no'} | "
-        f"{r['train_wall_s'] / 60:.1f} / {r['train_cpu_s'] / 60:.1f}{_sitting(r)} |")
+        f"{runlib.train_time_cell([r])} |")
   return "\n".join(lines)
-
-
-def _sitting(result):
-  """' (updates N-M)' when the timed sitting resumed at update N, else ''."""
-  first = result.get("train_first_step", 0)
-  return f" (updates {first:,}-{result['train_steps']:,})" if first else ""
 
 
 def table(results):
@@ -242,14 +236,12 @@ def table(results):
       agree = ("extra run (not in the paper)" if r["paper_ppl"] is None
                else " / ".join(check[4] for check in checks))
       ppl_cell, bleu_cell = f"{ppl:.2f}", f"{bleu:.2f}"
-    wall = statistics.fmean(x["train_wall_s"] for x in runs) / 60
-    cpu = statistics.fmean(x["train_cpu_s"] for x in runs) / 60
     lines.append(
         f"| {name} | {h['num_layers']} | {h['d_model']} | {h['d_ff']} | {h['num_heads']} | "
         f"{h['d_k']} | {h['d_v']} | {h['dropout']} | {h['label_smoothing']} | {r['train_steps']} | "
         f"{ppl_cell} | {_blank(r['paper_ppl'])} | {bleu_cell} | {_blank(r['paper_bleu'])} | "
         f"{r['params'] / 1e6:.2f} | {r['paper_params'] or ''} | {diffs[0]} | {diffs[1]} | {agree} | "
-        f"{wall:.1f} / {cpu:.1f} |")
+        f"{runlib.train_time_cell(runs)} |")
   return "\n".join(lines)
 
 

@@ -214,7 +214,21 @@ def test_a_run_stopped_before_its_last_update_is_not_scored(tmp_path):
   done = [sys.executable, "-c", "pass"]
   with pytest.raises(RuntimeError, match="stopped at update 2120 of 8000"):
     runlib.train(done, str(tmp_path / "log"), str(model_dir), 8000)
-  assert runlib.train(done, str(tmp_path / "log"), str(model_dir), 2120)[0] >= 0
+  wall, cpu, first_step = runlib.train(done, str(tmp_path / "log"), str(model_dir), 2120)
+  assert wall >= 0 and cpu >= 0 and first_step == 2120  # the sitting resumed at 2,120
+  assert runlib.train(done, str(tmp_path / "log"), str(tmp_path / "fresh"), 0)[2] == 0
+
+
+def test_training_time_averages_only_the_runs_trained_in_one_sitting():
+  """A resumed run's times are its last sitting's: averaging them with whole runs would
+  understate the time of a run (p2's base seed 1235 was timed over its last 1,500 updates)."""
+  import runlib  # pylint: disable=import-outside-toplevel
+  whole = {"train_wall_s": 6000, "train_cpu_s": 5400, "train_steps": 20000}
+  resumed = {**whole, "train_wall_s": 400, "train_cpu_s": 390, "train_first_step": 18500}
+  assert runlib.train_time_cell([whole]) == "100.0 / 90.0"
+  assert runlib.train_time_cell([whole, resumed, {**whole, "train_wall_s": 7200}]) == \
+      "110.0 / 90.0 (2 of 3 runs trained in one sitting)"
+  assert runlib.train_time_cell([resumed]) == "6.7 / 6.5 (updates 18,500-20,000)"
 
 
 def test_bad_arguments_are_one_line_errors(tmp_path):
