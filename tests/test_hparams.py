@@ -145,12 +145,14 @@ def test_small_data_recipes():
   assert 6000 <= hour.vocab_size <= 8000
   assert "starting point" in hour.description and "dev" in hour.description
   assert (hour.beam_size, hour.alpha) == (4, 1.0)  # chosen on val (docs/RESULTS.md)
-  fixed = get_hparams("multi30k_10k")  # the 10,000-update recipe: two levers on the hour's
+  fixed = get_hparams("multi30k_10k")  # the 10,000-update recipe: the hour's with 3 changes
   assert (fixed.position_encoding, fixed.max_relative_position) == ("relative", 16)
-  assert (fixed.cooldown_steps, fixed.train_steps) == (3000, 10000)
+  assert (fixed.cooldown_steps, fixed.train_steps, fixed.dropout) == (3000, 10000, 0.3)
+  assert (fixed.beam_size, fixed.alpha) == (5, 1.0)  # chosen on val (docs/RESULTS.md)
   assert dataclasses.replace(fixed, description=hour.description,
                              position_encoding="sinusoid", cooldown_steps=0,
-                             train_steps=hour.train_steps) == hour
+                             train_steps=hour.train_steps, dropout=0.2,
+                             beam_size=4) == hour
   parser = get_hparams("parsing_small")
   assert (parser.lr_schedule, parser.peak_learning_rate) == ("inverse_sqrt", 0.004)
 
