@@ -8,8 +8,9 @@ checkpoints averaged, bfloat16) with one change: an hparams override or a flag o
 `tools/parse.py --mode=train`, at a quarter of the recipe's budget (about 40 minutes a lever
 on one core). The cooldown is scaled with the budget (the recipe's 2,000 of 10,400 updates: 500
 of 2,600). Every run is seed-fixed and scored on the dev split (wsj 0160-0179, 273 trees)
-only: labeled F1 of EVALB under COLLINS.prm, all lengths, with alpha chosen among 0, 0.3 and 0.6, and the dev NLL per target piece of the trainer's last dev
-evaluation. The test split is decoded once per final model, not here.
+only: labeled F1 of EVALB under COLLINS.prm, all lengths, with alpha chosen among 0, 0.3 and
+0.6, and the dev NLL per target piece of the trainer's last dev evaluation. The test split is
+decoded once per final model, not here.
 
 Each finished lever is appended to --results (committed), a rerun skips the levers already
 there with the same settings, and the table between the markers of --doc is rewritten from it.
