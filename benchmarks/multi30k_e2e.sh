@@ -14,7 +14,9 @@
 #                                                     amx_bf16; else none: emulated bfloat16
 #                                                     is slower than float32, docs/RESULTS.md),
 #                                                     TRAIN_STEPS=20000, SAVE_STEPS=400, AVERAGE_LAST=5,
-#                                                     HPARAMS_OVERRIDE=, e.g. subword_alpha=0.1)
+#                                                     HPARAMS_OVERRIDE=, e.g. subword_alpha=0.1,
+#                                                     BEAM_SIZES=4,5 and ALPHAS=0.6,1.0: the
+#                                                     grid chosen from on val)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 data=${T2T_DATA_DIR:-$here/../shared/data}
@@ -40,5 +42,5 @@ timed python -m t2t_repro.train --hparams="$hparams" --problem=translate_ende_mu
   --seed="${SEED:-1}" --mixed_precision="$MIXED_PRECISION" \
   --hparams_override="${HPARAMS_OVERRIDE:-}"
 timed python benchmarks/multi30k_score.py --model_dir="$model_dir/averaged" --data_dir="$data" \
-  --beam_sizes=4,5 --alphas=0.6,1.0 --out="$model_dir/scores.json"
+  --beam_sizes="${BEAM_SIZES:-4,5}" --alphas="${ALPHAS:-0.6,1.0}" --out="$model_dir/scores.json"
 uptime
