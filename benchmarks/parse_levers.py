@@ -3,8 +3,9 @@
     python benchmarks/parse_levers.py --levers=all --train_steps=2600
     python benchmarks/parse_levers.py --report_only      # rewrite docs/RESULTS.md's table
 
-Each lever is run 9's recipe (`parsing_small`, 9 SUB2 trees per train tree, the last 5
-checkpoints averaged, bfloat16) with one change: an hparams override or a flag of
+Each lever is run 9's recipe (`parsing_small` with sinusoids, as it was then; it now registers
+the relative positions that won here; 9 SUB2 trees per train tree, the last 5 checkpoints
+averaged, bfloat16) with one change: an hparams override or a flag of
 `tools/parse.py --mode=train`, at a quarter of the recipe's budget (about 40 minutes a lever
 on one core). The cooldown is scaled with the budget (the recipe's 2,000 of 10,400 updates: 500
 of 2,600). Every run is seed-fixed and scored on the dev split (wsj 0160-0179, 273 trees)
@@ -28,6 +29,7 @@ import runlib  # pylint: disable=wrong-import-position
 from runlib import UsageError  # pylint: disable=wrong-import-position
 
 RECIPE_STEPS, RECIPE_COOLDOWN = 10400, 2000  # parsing_small's budget and cooldown
+RUN9 = {"position_encoding": "sinusoid"}  # run 9's recipe: parsing_small before run 10
 # name: (hparams overrides, extra tools/parse.py flags, what it tests)
 LEVERS = {
     "reference": ({}, [], "run 9's recipe at this budget"),
@@ -53,7 +55,7 @@ def settings(args):
 def overrides(name, args):
   """The lever's hparams overrides as one --hparams_override value (the cooldown scaled)."""
   values = {"cooldown_steps": args.train_steps * RECIPE_COOLDOWN // RECIPE_STEPS,
-            **LEVERS[name][0]}
+            **RUN9, **LEVERS[name][0]}
   return ",".join(f"{k}={v}" for k, v in values.items())
 
 

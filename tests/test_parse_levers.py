@@ -21,15 +21,20 @@ def _args(tmp_path, *extra):
 
 def test_the_cooldown_scales_with_the_budget_and_a_flag_lever_replaces_the_recipes_flag(tmp_path):
   args = parse_levers.parse_args(_args(tmp_path, "--train_steps=5200"))
-  assert parse_levers.overrides("reference", args) == "cooldown_steps=1000"
-  assert parse_levers.overrides("layers4", args) == "cooldown_steps=1000,num_layers=4"
+  assert parse_levers.overrides("reference", args) == \
+      "cooldown_steps=1000,position_encoding=sinusoid"
+  assert parse_levers.overrides("relative", args) == \
+      "cooldown_steps=1000,position_encoding=relative,max_relative_position=16"
+  assert parse_levers.overrides("layers4", args) == \
+      "cooldown_steps=1000,position_encoding=sinusoid,num_layers=4"
   _, argv = parse_levers.command("augment19", args)
   assert [a for a in argv if a.startswith("--augment_copies")] == ["--augment_copies=19"]
   _, argv = parse_levers.command("reference", args)
   assert "--augment_copies=9" in argv and "--decode_splits=dev" in argv
   assert "--train_steps=5200" in argv and "--train_minutes=0" in argv
   full = parse_levers.parse_args(_args(tmp_path, "--train_steps=10400"))
-  assert parse_levers.overrides("reference", full) == "cooldown_steps=2000"  # parsing_small's
+  assert parse_levers.overrides("reference", full) == \
+      "cooldown_steps=2000,position_encoding=sinusoid"  # parsing_small's, run 9's positions
   with pytest.raises(parse_levers.UsageError, match="unknown lever 'nope'"):
     parse_levers.parse_args(_args(tmp_path, "--levers=reference,nope"))
 

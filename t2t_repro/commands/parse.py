@@ -27,7 +27,7 @@ Five modes:
   python tools/parse.py --mode=train \
       --ptb_dir=../shared/data/ptb_sample/combined --model_dir=runs/parse \
       [--hparams=parsing_small] [--hparams_override=k=v,...] \
-      [--train_minutes=55] [--train_steps=N] [--alphas=0,0.3,0.6] \
+      [--train_minutes=0] [--train_steps=N] [--alphas=0,0.3,0.6] \
       [--augment_copies=N --augment_rate=0.1]
 
   # (e) decode and score an existing model dir (data from --mode=train)
@@ -127,8 +127,8 @@ def _define_mode_flags():
                       "train: hparam set name or .json path.")
   flags.DEFINE_string("hparams_override", "",
                       "train: comma-separated key=value hparam overrides.")
-  flags.DEFINE_float("train_minutes", 55.0,
-                     "train: wall-time budget of the trainer [minutes] (0: none, "
+  flags.DEFINE_float("train_minutes", 0.0,
+                     "train: wall-time cap of the trainer [minutes] (0: none, "
                      "train_steps decides).")
   flags.DEFINE_integer("train_steps", None,
                        "train: optimizer updates (default: the hparam set's).")
