@@ -96,7 +96,9 @@ def test_first_piece_follows_the_softmax(loaded, draws, run):
   cells = expected >= 5
   observed = np.append(counts[cells], counts[~cells].sum())
   wanted = np.append(expected[cells], expected[~cells].sum())
-  assert cells.sum() >= 5  # the test has cells to test
+  # at least 3 degrees of freedom: how many pieces reach an expected count of 5 depends on the
+  # fixture's numerics (4 when it trains on one core, more on two), not on the sampler
+  assert cells.sum() >= 3
   result = stats.chisquare(observed, wanted * observed.sum() / wanted.sum())
   assert result.pvalue > 1e-4, (result, observed, wanted)
 
