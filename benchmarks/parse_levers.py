@@ -1,13 +1,14 @@
 """Levers of the parsing recipe measured at one fixed update budget, on dev only.
 
     python benchmarks/parse_levers.py --levers=all --train_steps=2600
-    python benchmarks/parse_levers.py --report_only      # rewrite docs/RESULTS.md's table
+    python benchmarks/parse_levers.py --recipe=run9 --report_only   # rewrite a table of docs/RESULTS.md
 
-Each lever is run 9's recipe (`parsing_small` with sinusoids, as it was then; it now registers
-the relative positions that won here; 9 SUB2 trees per train tree, the last 5 checkpoints
-averaged, bfloat16) with one change: an hparams override or a flag of
+Each lever is a reference recipe with one change: an hparams override or a flag of
 `tools/parse.py --mode=train`, at a quarter of the recipe's budget (about 40 minutes a lever
-on one core). The cooldown is scaled with the budget (the recipe's 2,000 of 10,400 updates: 500
+on one core). `--recipe` names the reference, and each has its own table: `run10` is
+`parsing_small` as registered (relative positions), `run9` the recipe before it (sinusoids; the
+table where relative positions won). Both use 9 SUB2 trees per train tree, the last 5
+checkpoints averaged and bfloat16. The cooldown is scaled with the budget (the recipe's 2,000 of 10,400 updates: 500
 of 2,600). Every run is seed-fixed and scored on the dev split (wsj 0160-0179, 273 trees)
 only: labeled F1 of EVALB under COLLINS.prm, all lengths, with alpha chosen among 0, 0.3 and
 0.6, and the dev NLL per target piece of the trainer's last dev evaluation. The test split is
@@ -29,25 +30,27 @@ import runlib  # pylint: disable=wrong-import-position
 from runlib import UsageError  # pylint: disable=wrong-import-position
 
 RECIPE_STEPS, RECIPE_COOLDOWN = 10400, 2000  # parsing_small's budget and cooldown
-RUN9 = {"position_encoding": "sinusoid"}  # run 9's recipe: parsing_small before run 10
+# name: (hparams overrides that make `parsing_small` that recipe, the levers it already holds)
+RECIPES = {"run9": ({"position_encoding": "sinusoid"}, []), "run10": ({}, ["relative"])}
 # name: (hparams overrides, extra tools/parse.py flags, what it tests)
 LEVERS = {
-    "reference": ({}, [], "run 9's recipe at this budget"),
+    "reference": ({}, [], "the recipe at this budget"),
     "augment19": ({}, ["--augment_copies=19"], "19 SUB2 trees per train tree instead of 9"),
     "relative": ({"position_encoding": "relative", "max_relative_position": 16}, [],
                  "relative positions (Shaw et al. 2018) instead of sinusoids"),
     "layers4": ({"num_layers": 4}, [], "4+4 layers instead of 3+3"),
     "dropout0.1": ({"dropout": 0.1}, [], "less dropout (SUB2 data regularizes)"),
+    "dropout0.3": ({"dropout": 0.3}, [], "more dropout"),
     "ls0": ({"label_smoothing": 0.0}, [], "no label smoothing"),
 }
-BEGIN = "<!-- parse_levers:begin (written by benchmarks/parse_levers.py) -->"
-END = "<!-- parse_levers:end -->"
+MARKERS = ("<!-- parse_levers:{}:begin (written by benchmarks/parse_levers.py) -->",
+           "<!-- parse_levers:{}:end -->")
 ALPHAS = "0,0.3,0.6"
 
 
 def settings(args):
   """What every lever of one table shares (a lever is skipped on rerun only when these match)."""
-  return {"hparams": "parsing_small", "train_steps": args.train_steps, "seed": args.seed,
+  return {"hparams": "parsing_small", "recipe": args.recipe, "train_steps": args.train_steps, "seed": args.seed,
           "augment_copies": 9, "augment_rate": 0.1, "average_last": 5,
           "mixed_precision": args.mixed_precision, "alphas": ALPHAS}
 
@@ -55,13 +58,13 @@ def settings(args):
 def overrides(name, args):
   """The lever's hparams overrides as one --hparams_override value (the cooldown scaled)."""
   values = {"cooldown_steps": args.train_steps * RECIPE_COOLDOWN // RECIPE_STEPS,
-            **RUN9, **LEVERS[name][0]}
+            **RECIPES[args.recipe][0], **LEVERS[name][0]}
   return ",".join(f"{k}={v}" for k, v in values.items())
 
 
 def command(name, args):
   """(model_dir, argv of tools/parse.py --mode=train) of one lever."""
-  model_dir = os.path.join(args.work_dir, name)
+  model_dir = os.path.join(args.work_dir, args.recipe, name)
   flags = list(LEVERS[name][1])
   if not any(f.startswith("--augment_copies=") for f in flags):
     flags.append("--augment_copies=9")
@@ -118,10 +121,14 @@ def parse_args(argv):
   parser = runlib.lever_parser(__doc__, LEVERS, 2600, 1234,
                                os.path.join("runs", "parse_levers"),
                                os.path.join("docs", "parse_levers.jsonl"))
+  parser.add_argument("--recipe", default="run10", choices=sorted(RECIPES),
+                      help="The reference the levers change: run10 = parsing_small as registered, "
+                      "run9 = with sinusoids instead of relative positions.")
   parser.add_argument("--ptb_dir",
                       default=os.path.join("..", "shared", "data", "ptb_sample", "combined"))
   args = parser.parse_args(argv)
-  names = runlib.lever_names(args.levers, LEVERS)
+  names = runlib.lever_names(
+      args.levers, {k: v for k, v in LEVERS.items() if k not in RECIPES[args.recipe][1]})
   if args.train_steps < 100:
     raise UsageError(f"--train_steps must be >= 100, got {args.train_steps}")
   if not args.report_only and not os.path.isdir(args.ptb_dir):
@@ -137,7 +144,8 @@ def summary(result):
 
 def main(argv):
   args = parse_args(argv)
-  runlib.run_levers(args, settings(args), run_lever, summary, (BEGIN, END, table))
+  begin, end = (marker.format(args.recipe) for marker in MARKERS)
+  runlib.run_levers(args, settings(args), run_lever, summary, (begin, end, table))
 
 
 if __name__ == "__main__":

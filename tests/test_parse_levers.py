@@ -20,7 +20,7 @@ def _args(tmp_path, *extra):
 
 
 def test_the_cooldown_scales_with_the_budget_and_a_flag_lever_replaces_the_recipes_flag(tmp_path):
-  args = parse_levers.parse_args(_args(tmp_path, "--train_steps=5200"))
+  args = parse_levers.parse_args(_args(tmp_path, "--train_steps=5200", "--recipe=run9"))
   assert parse_levers.overrides("reference", args) == \
       "cooldown_steps=1000,position_encoding=sinusoid"
   assert parse_levers.overrides("relative", args) == \
@@ -32,11 +32,22 @@ def test_the_cooldown_scales_with_the_budget_and_a_flag_lever_replaces_the_recip
   _, argv = parse_levers.command("reference", args)
   assert "--augment_copies=9" in argv and "--decode_splits=dev" in argv
   assert "--train_steps=5200" in argv and "--train_minutes=0" in argv
-  full = parse_levers.parse_args(_args(tmp_path, "--train_steps=10400"))
+  full = parse_levers.parse_args(_args(tmp_path, "--train_steps=10400", "--recipe=run9"))
   assert parse_levers.overrides("reference", full) == \
       "cooldown_steps=2000,position_encoding=sinusoid"  # parsing_small's, run 9's positions
   with pytest.raises(parse_levers.UsageError, match="unknown lever 'nope'"):
     parse_levers.parse_args(_args(tmp_path, "--levers=reference,nope"))
+
+
+def test_the_run10_recipe_is_parsing_small_as_registered_without_the_lever_it_holds(tmp_path):
+  args = parse_levers.parse_args(_args(tmp_path, "--train_steps=2600"))
+  assert args.recipe == "run10" and "relative" not in args.names
+  assert parse_levers.overrides("reference", args) == "cooldown_steps=500"
+  assert parse_levers.overrides("dropout0.3", args) == "cooldown_steps=500,dropout=0.3"
+  model_dir, _ = parse_levers.command("reference", args)
+  assert model_dir == str(tmp_path / "w" / "run10" / "reference")
+  with pytest.raises(parse_levers.UsageError, match="unknown lever 'relative'"):
+    parse_levers.parse_args(_args(tmp_path, "--levers=relative"))
 
 
 def _fake_run(step):
@@ -59,10 +70,15 @@ def test_a_finished_lever_is_read_skipped_on_rerun_and_tabled(tmp_path, monkeypa
   parse_levers.main(argv)
   result, = [json.loads(line) for line in open(tmp_path / "r.jsonl", encoding="utf-8")]
   assert (result["dev_f1"], result["dev_f1_len40"], result["dev_nll"]) == (81.5, 82.25, 0.25)
+  assert result["settings"]["recipe"] == "run10"
   monkeypatch.setattr(parse_levers.runlib, "run", lambda *a: pytest.fail("ran a finished lever"))
   parse_levers.main(argv)
-  assert ("| reference | run 9's recipe at this budget | 200 | 0.250 | 81.50 / 82.25 | 0.3 | "
-          "1.0 / 1.5 (") in (tmp_path / "R.md").read_text()
+  doc = (tmp_path / "R.md").read_text()
+  assert ("| reference | the recipe at this budget | 200 | 0.250 | 81.50 / 82.25 | 0.3 | "
+          "1.0 / 1.5 (") in doc
+  assert "<!-- parse_levers:run10:begin" in doc and "<!-- parse_levers:run10:end -->" in doc
+  parse_levers.main(_args(tmp_path, "--recipe=run9", "--report_only"))  # no run9 results: no table
+  assert "parse_levers:run9" not in (tmp_path / "R.md").read_text()
 
 
 def test_a_run_that_stopped_early_is_not_recorded(tmp_path, monkeypatch):
