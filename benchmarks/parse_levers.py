@@ -5,10 +5,11 @@
 
 Each lever is a reference recipe with one change: an hparams override or a flag of
 `tools/parse.py --mode=train`, at a quarter of the recipe's budget (about 40 minutes a lever
-on one core). `--recipe` names the reference, and each has its own table: `run10` is
-`parsing_small` as registered (relative positions), `run9` the recipe before it (sinusoids; the
-table where relative positions won). Both use 9 SUB2 trees per train tree, the last 5
-checkpoints averaged and bfloat16. The cooldown is scaled with the budget (the recipe's 2,000 of 10,400 updates: 500
+on one core). `--recipe` names the reference, and each has its own table: `run11` is
+`parsing_small` as registered (relative positions) with 19 SUB2 trees per train tree, `run10`
+the same with 9, `run9` the recipe before that (sinusoids, 9 SUB2 trees; the table where relative
+positions won). All average the last 5 checkpoints and train in bfloat16. The cooldown is
+scaled with the budget (the recipe's 2,000 of 10,400 updates: 500
 of 2,600). Every run is seed-fixed and scored on the dev split (wsj 0160-0179, 273 trees)
 only: labeled F1 of EVALB under COLLINS.prm, all lengths, with alpha chosen among 0, 0.3 and
 0.6, and the dev NLL per target piece of the trainer's last dev evaluation. The test split is
@@ -30,8 +31,11 @@ import runlib  # pylint: disable=wrong-import-position
 from runlib import UsageError  # pylint: disable=wrong-import-position
 
 RECIPE_STEPS, RECIPE_COOLDOWN = 10400, 2000  # parsing_small's budget and cooldown
-# name: (hparams overrides that make `parsing_small` that recipe, the levers it already holds)
-RECIPES = {"run9": ({"position_encoding": "sinusoid"}, []), "run10": ({}, ["relative"])}
+# name: (hparams overrides that make `parsing_small` that recipe, its SUB2 trees per train tree,
+#        the levers it already holds)
+RECIPES = {"run9": ({"position_encoding": "sinusoid"}, 9, []),
+           "run10": ({}, 9, ["relative"]),
+           "run11": ({}, 19, ["relative", "augment19"])}
 # name: (hparams overrides, extra tools/parse.py flags, what it tests)
 LEVERS = {
     "reference": ({}, [], "the recipe at this budget"),
@@ -50,8 +54,9 @@ ALPHAS = "0,0.3,0.6"
 
 def settings(args):
   """What every lever of one table shares (a lever is skipped on rerun only when these match)."""
-  return {"hparams": "parsing_small", "recipe": args.recipe, "train_steps": args.train_steps, "seed": args.seed,
-          "augment_copies": 9, "augment_rate": 0.1, "average_last": 5,
+  return {"hparams": "parsing_small", "recipe": args.recipe, "train_steps": args.train_steps,
+          "seed": args.seed,
+          "augment_copies": RECIPES[args.recipe][1], "augment_rate": 0.1, "average_last": 5,
           "mixed_precision": args.mixed_precision, "alphas": ALPHAS}
 
 
@@ -67,7 +72,7 @@ def command(name, args):
   model_dir = os.path.join(args.work_dir, args.recipe, name)
   flags = list(LEVERS[name][1])
   if not any(f.startswith("--augment_copies=") for f in flags):
-    flags.append("--augment_copies=9")
+    flags.append(f"--augment_copies={RECIPES[args.recipe][1]}")
   save_every = max(args.train_steps // 35, 1)  # run 9: every 300 of 10,400
   return model_dir, runlib.python(
       "tools/parse.py", "--mode=train", f"--ptb_dir={args.ptb_dir}", f"--model_dir={model_dir}",
@@ -121,14 +126,15 @@ def parse_args(argv):
   parser = runlib.lever_parser(__doc__, LEVERS, 2600, 1234,
                                os.path.join("runs", "parse_levers"),
                                os.path.join("docs", "parse_levers.jsonl"))
-  parser.add_argument("--recipe", default="run10", choices=sorted(RECIPES),
-                      help="The reference the levers change: run10 = parsing_small as registered, "
-                      "run9 = with sinusoids instead of relative positions.")
+  parser.add_argument("--recipe", default="run11", choices=sorted(RECIPES),
+                      help="The reference the levers change: run11 = parsing_small as registered "
+                      "with 19 SUB2 trees per train tree, run10 = with 9, run9 = with 9 and "
+                      "sinusoids instead of relative positions.")
   parser.add_argument("--ptb_dir",
                       default=os.path.join("..", "shared", "data", "ptb_sample", "combined"))
   args = parser.parse_args(argv)
   names = runlib.lever_names(
-      args.levers, {k: v for k, v in LEVERS.items() if k not in RECIPES[args.recipe][1]})
+      args.levers, {k: v for k, v in LEVERS.items() if k not in RECIPES[args.recipe][2]})
   if args.train_steps < 100:
     raise UsageError(f"--train_steps must be >= 100, got {args.train_steps}")
   if not args.report_only and not os.path.isdir(args.ptb_dir):

@@ -39,15 +39,21 @@ def test_the_cooldown_scales_with_the_budget_and_a_flag_lever_replaces_the_recip
     parse_levers.parse_args(_args(tmp_path, "--levers=reference,nope"))
 
 
-def test_the_run10_recipe_is_parsing_small_as_registered_without_the_lever_it_holds(tmp_path):
+def test_the_run11_recipe_is_parsing_small_as_registered_with_19_copies_without_its_levers(tmp_path):
   args = parse_levers.parse_args(_args(tmp_path, "--train_steps=2600"))
-  assert args.recipe == "run10" and "relative" not in args.names
+  assert args.recipe == "run11" and not {"relative", "augment19"} & set(args.names)
   assert parse_levers.overrides("reference", args) == "cooldown_steps=500"
   assert parse_levers.overrides("dropout0.3", args) == "cooldown_steps=500,dropout=0.3"
-  model_dir, _ = parse_levers.command("reference", args)
-  assert model_dir == str(tmp_path / "w" / "run10" / "reference")
-  with pytest.raises(parse_levers.UsageError, match="unknown lever 'relative'"):
-    parse_levers.parse_args(_args(tmp_path, "--levers=relative"))
+  model_dir, argv = parse_levers.command("reference", args)
+  assert model_dir == str(tmp_path / "w" / "run11" / "reference")
+  assert [a for a in argv if a.startswith("--augment_copies")] == ["--augment_copies=19"]
+  assert parse_levers.settings(args)["augment_copies"] == 19
+  for lever in ("relative", "augment19"):
+    with pytest.raises(parse_levers.UsageError, match=f"unknown lever '{lever}'"):
+      parse_levers.parse_args(_args(tmp_path, f"--levers={lever}"))
+  run10 = parse_levers.parse_args(_args(tmp_path, "--recipe=run10", "--levers=augment19"))
+  _, argv = parse_levers.command("reference", run10)
+  assert "--augment_copies=9" in argv and parse_levers.settings(run10)["augment_copies"] == 9
 
 
 def _fake_run(step):
@@ -70,13 +76,13 @@ def test_a_finished_lever_is_read_skipped_on_rerun_and_tabled(tmp_path, monkeypa
   parse_levers.main(argv)
   result, = [json.loads(line) for line in open(tmp_path / "r.jsonl", encoding="utf-8")]
   assert (result["dev_f1"], result["dev_f1_len40"], result["dev_nll"]) == (81.5, 82.25, 0.25)
-  assert result["settings"]["recipe"] == "run10"
+  assert result["settings"]["recipe"] == "run11"
   monkeypatch.setattr(parse_levers.runlib, "run", lambda *a: pytest.fail("ran a finished lever"))
   parse_levers.main(argv)
   doc = (tmp_path / "R.md").read_text()
   assert ("| reference | the recipe at this budget | 200 | 0.250 | 81.50 / 82.25 | 0.3 | "
           "1.0 / 1.5 (") in doc
-  assert "<!-- parse_levers:run10:begin" in doc and "<!-- parse_levers:run10:end -->" in doc
+  assert "<!-- parse_levers:run11:begin" in doc and "<!-- parse_levers:run11:end -->" in doc
   parse_levers.main(_args(tmp_path, "--recipe=run9", "--report_only"))  # no run9 results: no table
   assert "parse_levers:run9" not in (tmp_path / "R.md").read_text()
 
