@@ -86,7 +86,7 @@ def command(name, args):
 def run_lever(name, args):
   """Trains, decodes and scores one lever on dev; returns its result object."""
   model_dir, argv = command(name, args)
-  os.makedirs(args.work_dir, exist_ok=True)
+  os.makedirs(os.path.dirname(model_dir), exist_ok=True)
   log = model_dir + ".log"
   load_before = os.getloadavg()[0]
   wall, cpu = runlib.run(argv, log)

@@ -58,6 +58,8 @@ def test_the_run11_recipe_is_parsing_small_as_registered_with_19_copies_without_
 
 def _fake_run(step):
   def run(argv, log_path):
+    with open(log_path, "w", encoding="utf-8"):  # as runlib.run: the log before the model dir
+      pass
     model_dir = next(a.split("=", 1)[1] for a in argv if a.startswith("--model_dir="))
     os.makedirs(model_dir, exist_ok=True)
     evalb = {"all": {"f1": 81.5}, "len<=40": {"f1": 82.25}}
