@@ -1,7 +1,7 @@
 """Levers of the parsing recipe measured at one fixed update budget, on dev only.
 
     python benchmarks/parse_levers.py --levers=all --train_steps=2600
-    python benchmarks/parse_levers.py --recipe=run9 --report_only   # rewrite a table of docs/RESULTS.md
+    python benchmarks/parse_levers.py --recipe=run9 --report_only   # rewrite run 9's table
 
 Each lever is a reference recipe with one change: an hparams override or a flag of
 `tools/parse.py --mode=train`, at a quarter of the recipe's budget (about 40 minutes a lever
