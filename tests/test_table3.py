@@ -241,20 +241,28 @@ def test_bad_arguments_are_one_line_errors(tmp_path):
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
-def test_p2_is_the_accepted_sweep_schedule_and_the_sweep_run_is_its_first_base_seed(tmp_path):
+@pytest.mark.parametrize("protocol, learning_rate, seed", [("p2", 1.0, 1234), ("p3", 0.7, 1236)])
+def test_a_protocol_is_its_accepted_sweep_schedule_and_the_sweep_run_is_one_of_its_base_seeds(
+    protocol, learning_rate, seed):
   sweep = table3.parse_args(["--protocol=sweep", "--report_only", "--train_steps=20000",
-                             "--cooldown_steps=5000", "--warmup_steps=4000", "--learning_rate=1"])
-  p2 = table3.parse_args(["--protocol=p2", "--report_only"])
-  assert (p2.train_steps, p2.warmup_steps, p2.learning_rate, p2.cooldown_steps) == (
-      20000, 4000, 1.0, 5000)
-  accepted = {**_fake_result("base", 1234, table3.settings(sweep), 5.5, 36.0), "protocol": "sweep"}
-  assert table3.is_done([accepted], "base", 1234, table3.settings(p2))
-  assert not table3.is_done([accepted], "base", 1235, table3.settings(p2))
-  # Same model dirs: a p2 row resumes the sweep's run of the same row and seed.
+                             "--cooldown_steps=5000", "--warmup_steps=4000",
+                             f"--learning_rate={learning_rate}"])
+  chosen = table3.parse_args([f"--protocol={protocol}", "--report_only"])
+  assert (chosen.train_steps, chosen.warmup_steps, chosen.learning_rate,
+          chosen.cooldown_steps) == (20000, 4000, learning_rate, 5000)
+  accepted = {**_fake_result("base", seed, table3.settings(sweep), 5.5, 36.0), "protocol": "sweep"}
+  assert table3.is_done([accepted], "base", seed, table3.settings(chosen))
+  assert not table3.is_done([accepted], "base", seed + 1, table3.settings(chosen))
+  other = "p3" if protocol == "p2" else "p2"
+  assert not table3.is_done([accepted], "base", seed,
+                            table3.settings(table3.parse_args([f"--protocol={other}",
+                                                               "--report_only"])))
+  # Same model dirs: a protocol's row resumes the sweep's run of the same row and seed.
   row = table3.ROW_BY_NAME["base"]
-  assert table3.commands(row, 1234, p2)[0] == table3.commands(row, 1234, sweep)[0]
+  assert table3.commands(row, seed, chosen)[0] == table3.commands(row, seed, sweep)[0]
   # Dev evaluations every 500 updates (1,500 for big's 3x run): the acceptance window's ends.
-  train = table3.commands(table3.ROW_BY_NAME["big"], 1234, p2)[1][0]
+  train = table3.commands(table3.ROW_BY_NAME["big"], 1234, chosen)[1][0]
   assert "--eval_every_steps=1500" in train and "--train_steps=60000" in train
-  with pytest.raises(table3.UsageError, match="--protocol=p2 fixes the schedule"):
-    table3.parse_args(["--protocol=p2", "--report_only", "--train_steps=100"])
+  assert f"learning_rate={learning_rate}," in " ".join(train)
+  with pytest.raises(table3.UsageError, match=f"--protocol={protocol} fixes the schedule"):
+    table3.parse_args([f"--protocol={protocol}", "--report_only", "--train_steps=100"])
