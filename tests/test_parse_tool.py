@@ -12,6 +12,7 @@ in the source) and --mode=decode on the trained model dir.
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 
@@ -247,3 +248,32 @@ def test_parse_splits_and_train_config():
   for bad in (["--no_such_setting=1"], ["--seed=x"], ["--jit_compile=maybe"]):
     with pytest.raises(errors.UsageError, match="--train_flags"):
       parse_command.train_flag_changes(bad)
+
+
+def test_sigterm_during_training_saves_and_ends_without_decoding(ptb_dir, tmp_path):
+  """A stopped --mode=train run ends after its checkpoint (it used to go on to decode dev and
+  test for minutes with a half-trained model); parse_scores.json records no scores."""
+  model_dir = tmp_path / "parser"
+  proc = subprocess.Popen(
+      [sys.executable, PARSE_TOOL, "--mode=train", f"--ptb_dir={ptb_dir}",
+       f"--model_dir={model_dir}", SPLITS, f"--hparams_override={TINY}",
+       "--train_steps=100000", "--train_minutes=0", "--eval_every_steps=0",
+       "--train_flags=--save_checkpoints_secs=0,--log_every_steps=10"],
+      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1"))
+  seen = []
+  for line in proc.stdout:
+    seen.append(line)
+    if line.startswith("step 10/"):
+      proc.send_signal(signal.SIGTERM)
+      break
+  out = "".join(seen) + proc.communicate(timeout=120)[0]
+  assert proc.returncode == 0, out[-3000:]
+  assert "checkpoint saved at step" in out
+  assert "nothing decoded; the same command resumes training" in out
+  assert "decoding with" not in out
+  with open(model_dir / "parse_scores.json", encoding="utf-8") as f:
+    scores = json.load(f)
+  assert scores["train"]["step"] >= 10
+  assert not any(key in scores for key in ("dev", "test", "wall_seconds"))
+  assert any(name.startswith(f"ckpt-{scores['train']['step']}.") for name in os.listdir(model_dir))

@@ -281,7 +281,8 @@ def train_flag_changes(args):
 
 def run_train():
   """prepare -> vocabulary -> the trainer (in this process) -> decode + EVALB; each step is
-  printed when done and recorded in parse_scores.json."""
+  printed when done and recorded in parse_scores.json. SIGINT/SIGTERM during the updates save
+  a checkpoint and end the command there (no decoding); rerun, it resumes."""
   _require("ptb_dir", "model_dir")
   _check_alpha_flags()
   changes = train_flag_changes(FLAGS.train_flags)
@@ -317,6 +318,10 @@ def run_train():
       "bracket_vocab": FLAGS.bracket_vocab, "augment": stats.get("augment"),
       "target_pieces_per_line": None if vocab is None else round(vocab["pieces_per_line"], 2),
   }})
+  if result.stopped:
+    print(f"stopped by {result.stopped} at step {result.step}: nothing decoded; the same command "
+          "resumes training", flush=True)
+    return
   decode_start = time.monotonic()
   _run_decode([model_dir], data_dir, result.averaged or FLAGS.checkpoint_path)
   decode_seconds = time.monotonic() - decode_start
