@@ -101,7 +101,7 @@ _PINNED_CHANGES = {
     "parsing": {"num_layers": 4, "d_model": 1024, "d_ff": 4096, "num_heads": 16, "dropout": 0.3,
                 "vocab_size": 16000, "max_length": 512, "max_positions": 1024, "beam_size": 21,
                 "alpha": 0.3, "decode_extra_length": 300},
-    "parsing_small": {"num_layers": 3, "d_model": 256, "d_ff": 1024, "num_heads": 4, "dropout": 0.2,
+    "parsing_small": {"num_layers": 4, "d_model": 256, "d_ff": 1024, "num_heads": 4, "dropout": 0.2,
                       "attention_dropout": 0.1, "relu_dropout": 0.1, "norm_type": "pre",
                       "adam_beta2": 0.997, "vocab_size": 4000, "max_length": 512,
                       "position_encoding": "relative",

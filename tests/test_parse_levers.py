@@ -22,9 +22,9 @@ def _args(tmp_path, *extra):
 def test_the_cooldown_scales_with_the_budget_and_a_flag_lever_replaces_the_recipes_flag(tmp_path):
   args = parse_levers.parse_args(_args(tmp_path, "--train_steps=5200", "--recipe=run9"))
   assert parse_levers.overrides("reference", args) == \
-      "cooldown_steps=1000,position_encoding=sinusoid"
+      "cooldown_steps=1000,position_encoding=sinusoid,num_layers=3"
   assert parse_levers.overrides("relative", args) == \
-      "cooldown_steps=1000,position_encoding=relative,max_relative_position=16"
+      "cooldown_steps=1000,position_encoding=relative,num_layers=3,max_relative_position=16"
   assert parse_levers.overrides("layers4", args) == \
       "cooldown_steps=1000,position_encoding=sinusoid,num_layers=4"
   _, argv = parse_levers.command("augment19", args)
@@ -34,23 +34,26 @@ def test_the_cooldown_scales_with_the_budget_and_a_flag_lever_replaces_the_recip
   assert "--train_steps=5200" in argv and "--train_minutes=0" in argv
   full = parse_levers.parse_args(_args(tmp_path, "--train_steps=10400", "--recipe=run9"))
   assert parse_levers.overrides("reference", full) == \
-      "cooldown_steps=2000,position_encoding=sinusoid"  # parsing_small's, run 9's positions
+      "cooldown_steps=2000,position_encoding=sinusoid,num_layers=3"  # run 9's positions, depth
   with pytest.raises(parse_levers.UsageError, match="unknown lever 'nope'"):
     parse_levers.parse_args(_args(tmp_path, "--levers=reference,nope"))
 
 
-def test_the_run11_recipe_is_parsing_small_as_registered_with_19_copies_without_its_levers(tmp_path):
+def test_the_run14_recipe_is_parsing_small_as_registered_with_19_copies_without_its_levers(tmp_path):
   args = parse_levers.parse_args(_args(tmp_path, "--train_steps=2600"))
-  assert args.recipe == "run11" and not {"relative", "augment19"} & set(args.names)
+  assert args.recipe == "run14" and not {"relative", "augment19", "layers4"} & set(args.names)
   assert parse_levers.overrides("reference", args) == "cooldown_steps=500"
   assert parse_levers.overrides("dropout0.3", args) == "cooldown_steps=500,dropout=0.3"
   model_dir, argv = parse_levers.command("reference", args)
-  assert model_dir == str(tmp_path / "w" / "run11" / "reference")
+  assert model_dir == str(tmp_path / "w" / "run14" / "reference")
   assert [a for a in argv if a.startswith("--augment_copies")] == ["--augment_copies=19"]
   assert parse_levers.settings(args)["augment_copies"] == 19
-  for lever in ("relative", "augment19"):
+  for lever in ("relative", "augment19", "layers4"):
     with pytest.raises(parse_levers.UsageError, match=f"unknown lever '{lever}'"):
       parse_levers.parse_args(_args(tmp_path, f"--levers={lever}"))
+  run11 = parse_levers.parse_args(_args(tmp_path, "--recipe=run11", "--train_steps=2600"))
+  assert parse_levers.overrides("reference", run11) == "cooldown_steps=500,num_layers=3"
+  assert parse_levers.overrides("layers4", run11) == "cooldown_steps=500,num_layers=4"
   run10 = parse_levers.parse_args(_args(tmp_path, "--recipe=run10", "--levers=augment19"))
   _, argv = parse_levers.command("reference", run10)
   assert "--augment_copies=9" in argv and parse_levers.settings(run10)["augment_copies"] == 9
@@ -78,13 +81,13 @@ def test_a_finished_lever_is_read_skipped_on_rerun_and_tabled(tmp_path, monkeypa
   parse_levers.main(argv)
   result, = [json.loads(line) for line in open(tmp_path / "r.jsonl", encoding="utf-8")]
   assert (result["dev_f1"], result["dev_f1_len40"], result["dev_nll"]) == (81.5, 82.25, 0.25)
-  assert result["settings"]["recipe"] == "run11"
+  assert result["settings"]["recipe"] == "run14"
   monkeypatch.setattr(parse_levers.runlib, "run", lambda *a: pytest.fail("ran a finished lever"))
   parse_levers.main(argv)
   doc = (tmp_path / "R.md").read_text()
   assert ("| reference | the recipe at this budget | 200 | 0.250 | 81.50 / 82.25 | 0.3 | "
           "1.0 / 1.5 (") in doc
-  assert "<!-- parse_levers:run11:begin" in doc and "<!-- parse_levers:run11:end -->" in doc
+  assert "<!-- parse_levers:run14:begin" in doc and "<!-- parse_levers:run14:end -->" in doc
   parse_levers.main(_args(tmp_path, "--recipe=run9", "--report_only"))  # no run9 results: no table
   assert "parse_levers:run9" not in (tmp_path / "R.md").read_text()
 
