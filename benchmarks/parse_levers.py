@@ -4,16 +4,16 @@
     python benchmarks/parse_levers.py --recipe=run9 --report_only   # rewrite run 9's table
 
 Each lever is a reference recipe with one change: an hparams override or a flag of
-`tools/parse.py --mode=train`, at a quarter of the recipe's budget (about 40 minutes a lever
-on one core). `--recipe` names the reference, and each has its own table: `run14` is
+`tools/parse.py --mode=train`, at a quarter of the recipe's budget (about 40 minutes a lever on
+one core). `--recipe` names the reference, and each has its own table: `run14` is
 `parsing_small` as registered (4 layers, relative positions) with 19 SUB2 trees per train tree,
 `run11` the same with 3 layers, `run10` with 3 layers and 9 SUB2 trees, `run9` the recipe before
-that (3 layers, sinusoids, 9 SUB2 trees; the table where relative positions won). All average the last 5 checkpoints and train in bfloat16. The cooldown is
-scaled with the budget (the recipe's 2,000 of 10,400 updates: 500
-of 2,600). Every run is seed-fixed and scored on the dev split (wsj 0160-0179, 273 trees)
-only: labeled F1 of EVALB under COLLINS.prm, all lengths, with alpha chosen among 0, 0.3 and
-0.6, and the dev NLL per target piece of the trainer's last dev evaluation. The test split is
-decoded once per final model, not here.
+that (3 layers, sinusoids, 9 SUB2 trees; the table where relative positions won). All average
+the last 5 checkpoints and train in bfloat16. The cooldown is scaled with the budget (the
+recipe's 2,000 of 10,400 updates: 500 of 2,600). Every run is seed-fixed and scored on the dev
+split (wsj 0160-0179, 273 trees) only: labeled F1 of EVALB under COLLINS.prm, all lengths, with
+alpha chosen among 0, 0.3 and 0.6, and the dev NLL per target piece of the trainer's last dev
+evaluation. The test split is decoded once per final model, not here.
 
 Each finished lever is appended to --results (committed), a rerun skips the levers already
 there with the same settings, and the table between the markers of --doc is rewritten from it.
