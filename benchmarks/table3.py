@@ -177,12 +177,14 @@ def settings(args):
 
 
 def run_tag(args):
-  """The model-dir suffix of a protocol's runs ('' for p1, whose dirs predate protocols)."""
+  """The model-dir suffix of a protocol's runs ('' for p1 at factor 8, whose dirs predate
+  protocols); a factor other than 8 is part of it, so its rows never resume factor 8's."""
+  factor = "" if args.factor == 8 else f"_f{args.factor}"
   if args.protocol == "p1":
-    return ""
+    return factor
   batch = "" if args.batch_tokens == 2048 else f"_b{args.batch_tokens}"
   return (f"_lr{args.learning_rate:g}_w{args.warmup_steps}_cd{args.cooldown_steps}"
-          f"_n{args.train_steps}{batch}")
+          f"_n{args.train_steps}{batch}{factor}")
 
 
 def is_done(results, name, seed, shared):
@@ -374,10 +376,19 @@ def report(args):
       wanted = {**settings(args), **PROTOCOLS[name]}
       runs = [r for r in results if r["settings"] == wanted]
       by_protocol[name] = sorted(runs, key=lambda r: (order[r["row"]], r["seed"]))
+  # Extra runs of a protocol at another width factor (item 5 of docs/TABLE3.md: the width
+  # reading), each beside the same rows at --factor.
+  other_factors = {}
+  for name in by_protocol:
+    for factor in sorted({r["settings"]["factor"] for r in results} - {args.factor}):
+      wanted = {**settings(args), **PROTOCOLS[name], "factor": factor}
+      runs = [r for r in results if r["settings"] == wanted]
+      if runs:
+        other_factors[(name, factor)] = sorted(runs, key=lambda r: (order[r["row"]], r["seed"]))
   # The sweep's runs, after the first protocol's longer base (eq. 3 alone, its reference).
   sweep = [r for r in results if r["row"] == "base_x4" and r["protocol"] == "p1"]
   sweep += [r for r in results if r["protocol"] == "sweep"]
-  table3_report.write(by_protocol, sweep, args.doc)
+  table3_report.write(by_protocol, sweep, args.doc, other_factors)
   print(f"wrote the tables of {sum(map(len, by_protocol.values()))} runs and {len(sweep)} "
         f"schedule runs into {args.doc}", flush=True)
 

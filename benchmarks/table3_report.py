@@ -3,7 +3,9 @@ markers of docs/TABLE3.md, and a PNG of dev BLEU and PPL per row beside the pape
 
 - `findings`: the paper's six findings, each answered by every protocol that has run;
 - `sweep`: the base-only schedule sweep, with the acceptance rule of a trained base;
-- `rows:<protocol>`: the per-row table of each protocol, in the paper's layout.
+- `rows:<protocol>`: the per-row table of each protocol, in the paper's layout;
+- `factor<F>:<protocol>`: a protocol's extra runs at another width factor F, each row's
+  difference to that factor's base beside its difference at the protocol's own factor.
 
 Noise: the base row's seeds give the sample standard deviation of dev PPL and dev BLEU; every
 other row's difference to the base mean is also given in units of it. Our direction (row vs
@@ -245,6 +247,43 @@ def table(results):
   return "\n".join(lines)
 
 
+def factor_table(main, other, factor):
+  """The markdown table of `other` (one protocol's runs at width factor `factor`, one seed,
+  base among them) beside `main` (the same protocol at its own factor): per row, d_k at both
+  factors and the difference of dev PPL and BLEU to each factor's base (in base-seed sd where
+  the factor has more than one base seed)."""
+  def diffs(results, name):
+    checks = row_checks(results, name)
+    if checks is None:
+      return "not run"
+    return " / ".join(f"{diff:+.{3 if label == 'PPL' else 2}f}"
+                      + (f" ({sds:+.1f} sd)" if sds is not None else "")
+                      for label, _, diff, sds, _ in checks)
+
+  main_factor = main[0]["settings"]["factor"]
+  main_dk = {r["row"]: r["hparams"]["d_k"] for r in main}
+  lines = [f"| row | h | d_k at factor {main_factor} / {factor} | "
+           "paper: PPL - base / BLEU - base | "
+           f"factor {main_factor}: PPL - base / BLEU - base | factor {factor}: dev PPL / BLEU | "
+           f"factor {factor}: PPL - base / BLEU - base | factor {factor}: train wall / CPU min |",
+           "|" + "---|" * 8]
+  base = next(r for r in other if r["row"] == "base")
+  for name, runs in rows_in_order(other):
+    r = runs[0]
+    paper = ("reference" if name == "base" else "" if r["paper_ppl"] is None else
+             f"{r['paper_ppl'] - base['paper_ppl']:+.2f} / "
+             f"{r['paper_bleu'] - base['paper_bleu']:+.1f}")
+    main_diffs, other_diffs = (("reference", "reference") if name == "base"
+                               else (diffs(main, name), diffs(other, name)))
+    lines.append(
+        f"| {name} | {r['hparams']['num_heads']} | "
+        f"{main_dk.get(name, '')} / {r['hparams']['d_k']} | {paper} | {main_diffs} | "
+        f"{statistics.fmean(x['dev_ppl'] for x in runs):.2f} / "
+        f"{statistics.fmean(x['dev_bleu'] for x in runs):.2f} | "
+        f"{other_diffs} | {runlib.train_time_cell(runs)} |")
+  return "\n".join(lines)
+
+
 def plot(by_protocol, path):
   """A PNG: dev PPL (ours on a log axis) and dev BLEU per row, each protocol's (left axis)
   beside the paper's (right axis)."""
@@ -286,7 +325,7 @@ def plot(by_protocol, path):
   plt.close(fig)
 
 
-def write(by_protocol, sweep_runs, doc_path):
+def write(by_protocol, sweep_runs, doc_path, other_factors=None):
   """Rewrites the doc's blocks (each appended when the doc lacks its markers; the doc is
   created when absent) and writes `<doc stem>.png` beside it.
 
@@ -295,6 +334,8 @@ def write(by_protocol, sweep_runs, doc_path):
       protocol without a base run is left out.
     sweep_runs: the base schedule runs of the `sweep` block, in order.
     doc_path: the markdown doc.
+    other_factors: {(protocol name, factor): its runs at that width factor}, each written
+      beside the protocol's runs at its own factor.
   """
   by_protocol = {name: runs for name, runs in by_protocol.items()
                  if any(r["row"] == "base" for r in runs)}
@@ -304,6 +345,10 @@ def write(by_protocol, sweep_runs, doc_path):
     runlib.replace_block(doc_path, *marker("sweep"), sweep_table(sweep_runs))
   for name, runs in by_protocol.items():
     runlib.replace_block(doc_path, *marker(f"rows:{name}"), table(runs))
+  for (name, factor), runs in (other_factors or {}).items():
+    if name in by_protocol and any(r["row"] == "base" for r in runs):
+      runlib.replace_block(doc_path, *marker(f"factor{factor}:{name}"),
+                           factor_table(by_protocol[name], runs, factor))
   if by_protocol:
     stem = os.path.splitext(os.path.basename(doc_path))[0].lower()
     plot(by_protocol, os.path.join(os.path.dirname(doc_path), stem + ".png"))

@@ -266,3 +266,38 @@ def test_a_protocol_is_its_accepted_sweep_schedule_and_the_sweep_run_is_one_of_i
   assert f"learning_rate={learning_rate}," in " ".join(train)
   with pytest.raises(table3.UsageError, match=f"--protocol={protocol} fixes the schedule"):
     table3.parse_args([f"--protocol={protocol}", "--report_only", "--train_steps=100"])
+
+
+def test_runs_at_another_factor_have_their_own_dirs_and_a_table_beside_the_protocols(tmp_path):
+  """Item 5 of docs/TABLE3.md: p3's rows again at factor 4 (d_k 16 for base). They must not
+  resume factor 8's model dirs, nor enter factor 8's table; the report writes them beside it."""
+  f8 = table3.parse_args(["--protocol=p3", "--report_only", f"--results={tmp_path / 'r.jsonl'}",
+                          f"--doc={tmp_path / 'T.md'}"])
+  f4 = table3.parse_args(["--protocol=p3", "--report_only", "--factor=4",
+                          f"--results={tmp_path / 'r.jsonl'}", f"--doc={tmp_path / 'T.md'}"])
+  base = table3.ROW_BY_NAME["base"]
+  assert table3.commands(base, 1234, f8)[0].endswith("base_s1234_lr0.7_w4000_cd5000_n20000")
+  assert table3.commands(base, 1234, f4)[0].endswith("base_s1234_lr0.7_w4000_cd5000_n20000_f4")
+  p1 = table3.parse_args(["--report_only", "--factor=4"])
+  assert table3.commands(base, 1234, p1)[0].endswith("base_s1234_f4")
+  runs = [(f8, "base", 1234, 6.0, 36.0), (f8, "base", 1235, 6.2, 35.0),
+          (f8, "A_h1", 1234, 5.6, 37.0), (f8, "A_h16", 1234, 6.4, 34.0),
+          (f4, "base", 1234, 5.0, 38.0), (f4, "A_h16", 1234, 5.1, 38.5)]
+  with open(f8.results, "w", encoding="utf-8") as f:
+    for args, name, seed, ppl, bleu in runs:
+      f.write(json.dumps({**_fake_result(name, seed, table3.settings(args), ppl, bleu),
+                          "protocol": "p3"}) + "\n")
+  table3.main(["--report_only", f"--results={f8.results}", f"--doc={f8.doc}"])
+  doc = (tmp_path / "T.md").read_text()
+  rows_p3 = doc.split(table3_report.marker("rows:p3")[0])[1].split("<!--")[0]
+  assert rows_p3.count("| base |") == 1 and "38.00" not in rows_p3  # factor 8's table only
+  block = doc.split(table3_report.marker("factor4:p3")[0])[1].split("<!--")[0]
+  lines = {line.split(" | ")[0][2:]: line.split(" | ") for line in block.strip().splitlines()[2:]}
+  assert set(lines) == {"base", "A_h16"}
+  # A_h16: d_k 4 at factor 8, 8 at factor 4; the paper's -0.01 PPL / 0 BLEU; at factor 8
+  # +0.300 PPL (+2.1 sd of 0.1414), -1.50 BLEU (-2.1 sd of 0.7071); at factor 4 +0.100 / +0.50
+  # (one base seed, no sd).
+  assert lines["A_h16"][1:7] == ["16", "4 / 8", "-0.01 / +0.0",
+                                 "+0.300 (+2.1 sd) / -1.50 (-2.1 sd)", "5.10 / 38.50",
+                                 "+0.100 / +0.50"]
+  assert lines["base"][2:7] == ["8 / 16", "reference", "reference", "5.00 / 38.00", "reference"]
