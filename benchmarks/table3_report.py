@@ -251,7 +251,8 @@ def factor_table(main, other, factor):
   """The markdown table of `other` (one protocol's runs at width factor `factor`, one seed,
   base among them) beside `main` (the same protocol at its own factor): per row, d_k at both
   factors and the difference of dev PPL and BLEU to each factor's base (in base-seed sd where
-  the factor has more than one base seed)."""
+  the factor has more than one base seed); the base's row says whether it is a trained base
+  by `acceptance`."""
   def diffs(results, name):
     checks = row_checks(results, name)
     if checks is None:
@@ -273,8 +274,13 @@ def factor_table(main, other, factor):
     paper = ("reference" if name == "base" else "" if r["paper_ppl"] is None else
              f"{r['paper_ppl'] - base['paper_ppl']:+.2f} / "
              f"{r['paper_bleu'] - base['paper_bleu']:+.1f}")
-    main_diffs, other_diffs = (("reference", "reference") if name == "base"
-                               else (diffs(main, name), diffs(other, name)))
+    if name == "base":  # is the protocol's schedule a trained base at this factor too?
+      move, accepted = acceptance(r)
+      main_diffs = "reference"
+      other_diffs = (f"reference; a trained base: {'yes' if accepted else 'no'}"
+                     + (f" ({move:+.3f} nats)" if move is not None else ""))
+    else:
+      main_diffs, other_diffs = diffs(main, name), diffs(other, name)
     lines.append(
         f"| {name} | {r['hparams']['num_heads']} | "
         f"{main_dk.get(name, '')} / {r['hparams']['d_k']} | {paper} | {main_diffs} | "

@@ -286,7 +286,8 @@ def test_runs_at_another_factor_have_their_own_dirs_and_a_table_beside_the_proto
   with open(f8.results, "w", encoding="utf-8") as f:
     for args, name, seed, ppl, bleu in runs:
       f.write(json.dumps({**_fake_result(name, seed, table3.settings(args), ppl, bleu),
-                          "protocol": "p3"}) + "\n")
+                          "protocol": "p3", "train_steps": 20000,
+                          "dev_curve": [[14000, 1.90], [15000, 1.89]]}) + "\n")
   table3.main(["--report_only", f"--results={f8.results}", f"--doc={f8.doc}"])
   doc = (tmp_path / "T.md").read_text()
   rows_p3 = doc.split(table3_report.marker("rows:p3")[0])[1].split("<!--")[0]
@@ -300,4 +301,6 @@ def test_runs_at_another_factor_have_their_own_dirs_and_a_table_beside_the_proto
   assert lines["A_h16"][1:7] == ["16", "4 / 8", "-0.01 / +0.0",
                                  "+0.300 (+2.1 sd) / -1.50 (-2.1 sd)", "5.10 / 38.50",
                                  "+0.100 / +0.50"]
-  assert lines["base"][2:7] == ["8 / 16", "reference", "reference", "5.00 / 38.00", "reference"]
+  assert lines["base"][2:6] == ["8 / 16", "reference", "reference", "5.00 / 38.00"]
+  # p3's acceptance rule at factor 4: -0.010 nats over updates 14,000-15,000, BLEU 38 >= 25.
+  assert lines["base"][6] == "reference; a trained base: yes (-0.010 nats)"
