@@ -232,9 +232,7 @@ def table(results):
       ppl_cell, bleu_cell = f"{ppl:.2f}", f"{bleu:.2f}"
     else:
       checks = row_checks(results, name)
-      diffs = tuple(f"{diff:+.{3 if label == 'PPL' else 2}f}"
-                    + (f" ({sds:+.1f})" if sds is not None else "")
-                    for label, _, diff, sds, _ in checks)
+      diffs = tuple(diff_cells(checks))
       agree = ("extra run (not in the paper)" if r["paper_ppl"] is None
                else " / ".join(check[4] for check in checks))
       ppl_cell, bleu_cell = f"{ppl:.2f}", f"{bleu:.2f}"
@@ -247,6 +245,14 @@ def table(results):
   return "\n".join(lines)
 
 
+def diff_cells(checks, unit=""):
+  """Each check's difference to base ('+0.300' PPL, '-1.50' BLEU), with its size in base-seed
+  sd ('+0.300 (+2.1)', `unit` after the number) where the base has more than one seed."""
+  return [f"{diff:+.{3 if label == 'PPL' else 2}f}"
+          + (f" ({sds:+.1f}{unit})" if sds is not None else "")
+          for label, _, diff, sds, _ in checks]
+
+
 def factor_table(main, other, factor):
   """The markdown table of `other` (one protocol's runs at width factor `factor`, one seed,
   base among them) beside `main` (the same protocol at its own factor): per row, d_k at both
@@ -255,11 +261,7 @@ def factor_table(main, other, factor):
   by `acceptance`."""
   def diffs(results, name):
     checks = row_checks(results, name)
-    if checks is None:
-      return "not run"
-    return " / ".join(f"{diff:+.{3 if label == 'PPL' else 2}f}"
-                      + (f" ({sds:+.1f} sd)" if sds is not None else "")
-                      for label, _, diff, sds, _ in checks)
+    return "not run" if checks is None else " / ".join(diff_cells(checks, " sd"))
 
   main_factor = main[0]["settings"]["factor"]
   main_dk = {r["row"]: r["hparams"]["d_k"] for r in main}
