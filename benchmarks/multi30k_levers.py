@@ -110,7 +110,7 @@ def run_lever(name, args):
           "hparams_override": overrides(name, args), "scores": scores,
           "train_wall_s": round(wall, 1), "train_cpu_s": round(cpu, 1),
           "train_steps": args.train_steps, "train_first_step": first_step,
-          "load_avg": [round(load_before, 2), round(load_after, 2)],
+          "load_avg": [round(load_before, 2), round(load_after, 2)], "cpu": runlib.cpu_name(),
           "commands": [runlib.display(train)] + [runlib.display(v) for v in validate],
           "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
 

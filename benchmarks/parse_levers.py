@@ -106,7 +106,7 @@ def run_lever(name, args):
           "dev_nll": nll, "dev_f1": dev["all"]["f1"], "dev_f1_len40": dev["len<=40"]["f1"],
           "alpha_sweep": scores["decode"]["alpha_sweep"],
           "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
-          "load_avg": [round(load_before, 2), round(load_after, 2)],
+          "load_avg": [round(load_before, 2), round(load_after, 2)], "cpu": runlib.cpu_name(),
           "command": runlib.display(argv),
           "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
 

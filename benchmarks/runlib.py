@@ -60,22 +60,45 @@ def _latest_step(model_dir):
   return int(latest.rsplit("-", 1)[1]) if latest else 0
 
 
+def cpu_name(cpuinfo="/proc/cpuinfo"):
+  """The CPU this process runs on, as a timing names it: the vendor's model name, family and
+  model number, and the widest vector ISA that TensorFlow's CPU kernels use ('AVX-512 +
+  BF16', 'AVX-512', 'AVX2' or 'no AVX2'); 'unknown' where `cpuinfo` cannot be read."""
+  try:
+    with open(cpuinfo, encoding="utf-8") as f:
+      text = f.read().split("\n\n", 1)[0]
+  except OSError:
+    return "unknown"
+  fields = dict((k.strip(), v.strip()) for k, _, v in
+                (line.partition(":") for line in text.splitlines()))
+  flags = set(fields.get("flags", "").split())
+  isa = ("AVX-512 + BF16" if flags & {"avx512_bf16", "amx_bf16"} else
+         "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2")
+  return (f"{fields.get('model name', 'unknown')} family {fields.get('cpu family', '?')} "
+          f"model {fields.get('model', '?')}, {isa}")
+
+
 def train_time_cell(runs):
   """'wall / CPU min' of training, the mean over `runs` (result dicts with train_wall_s,
-  train_cpu_s, train_steps and train_first_step) trained whole in one sitting; a resumed run's
-  times are its last sitting's, so with none trained whole the cell is the last run's sitting,
-  marked '(updates N-M)', and with some it says how many of the runs it averages."""
-  whole = [r for r in runs if not r.get("train_first_step")]
-  timed = whole or runs[-1:]
+  train_cpu_s, train_steps, train_first_step and, where recorded, cpu) trained whole in one
+  sitting on the CPU of the last of them; a resumed run's times are its last sitting's, so
+  with none trained whole the cell is the last run's sitting, marked '(updates N-M)', and with
+  some it says how many of the runs it averages. A recorded CPU is named after the times."""
+  cpu_of_last = runs[-1].get("cpu")
+  same_cpu = [r for r in runs if r.get("cpu") == cpu_of_last]
+  whole = [r for r in same_cpu if not r.get("train_first_step")]
+  timed = whole or same_cpu[-1:]
   wall = sum(r["train_wall_s"] for r in timed) / len(timed) / 60
   cpu = sum(r["train_cpu_s"] for r in timed) / len(timed) / 60
   if not whole:
     note = f" (updates {timed[0]['train_first_step']:,}-{timed[0]['train_steps']:,})"
-  elif len(whole) < len(runs):
-    note = f" ({len(whole)} of {len(runs)} runs trained in one sitting)"
+  elif len(whole) < len(same_cpu):
+    note = f" ({len(whole)} of {len(same_cpu)} runs trained in one sitting)"
   else:
     note = ""
-  return f"{wall:.1f} / {cpu:.1f}{note}"
+  if len(same_cpu) < len(runs):
+    note += f" ({len(same_cpu)} of {len(runs)} runs on this CPU)"
+  return f"{wall:.1f} / {cpu:.1f}{note}" + (f", {cpu_of_last}" if cpu_of_last else "")
 
 
 def display(argv):

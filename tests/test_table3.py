@@ -231,6 +231,33 @@ def test_training_time_averages_only_the_runs_trained_in_one_sitting():
   assert runlib.train_time_cell([resumed]) == "6.7 / 6.5 (updates 18,500-20,000)"
 
 
+
+def test_training_time_names_the_cpu_and_averages_only_the_last_runs_cpu():
+  """Times from two CPUs (up to 5x apart in speed) are never averaged: the cell is the mean of
+  the whole runs on the last run's CPU, and names it."""
+  import runlib  # pylint: disable=import-outside-toplevel
+  old = {"train_wall_s": 6000, "train_cpu_s": 5400, "train_steps": 20000}
+  new = {**old, "train_wall_s": 9000, "train_cpu_s": 8400, "cpu": "AMD EPYC family 25 model 1, AVX2"}
+  assert runlib.train_time_cell([old, new]) == \
+      "150.0 / 140.0 (1 of 2 runs on this CPU), AMD EPYC family 25 model 1, AVX2"
+  assert runlib.train_time_cell([new, {**new, "train_wall_s": 12000}]) == \
+      "175.0 / 140.0, AMD EPYC family 25 model 1, AVX2"
+
+
+def test_cpu_name_reads_model_family_and_the_widest_isa(tmp_path):
+  import runlib  # pylint: disable=import-outside-toplevel
+  def cpu(flags):
+    path = tmp_path / "cpuinfo"
+    path.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n"
+                    f"model name\t: AMD EPYC 9R14\nflags\t\t: fpu sse2 {flags}\n\n"
+                    "processor\t: 1\nmodel name\t: other\n", encoding="utf-8")
+    return runlib.cpu_name(str(path))
+  assert cpu("avx2 avx512f avx512_bf16") == "AMD EPYC 9R14 family 25 model 17, AVX-512 + BF16"
+  assert cpu("avx2 avx512f") == "AMD EPYC 9R14 family 25 model 17, AVX-512"
+  assert cpu("avx2") == "AMD EPYC 9R14 family 25 model 17, AVX2"
+  assert cpu("sse4_2") == "AMD EPYC 9R14 family 25 model 17, no AVX2"
+  assert runlib.cpu_name(str(tmp_path / "absent")) == "unknown"
+
 def test_bad_arguments_are_one_line_errors(tmp_path):
   for args, message in ((["--rows=Q"], "unknown row or group"), (["--factor=0"], "--factor"),
                         ([f"--data_dir={tmp_path}"], "no multi30k folder")):
