@@ -118,12 +118,14 @@ def row_checks(results, name):
 def finding_verdict(results, rows):
   """(verdict, evidence) of one finding in one protocol: 'holds' when every check of its rows
   (PPL and BLEU each) agrees with the paper, 'does not hold' when none does, else 'mixed (k of
-  n)'; 'not run' when no row has run."""
-  evidence, agree, total = [], 0, 0
+  n)'; 'not run' when no row has run; while only some of its rows have run, the verdict is
+  marked '... so far (k of n rows run)'."""
+  evidence, agree, total, ran = [], 0, 0, 0
   for name in rows:
     checks = row_checks(results, name)
     if checks is None:
       continue
+    ran += 1
     cells = []
     for label, value, diff, sds, verdict in checks:
       total += 1
@@ -139,6 +141,8 @@ def finding_verdict(results, rows):
     verdict = "does not hold"
   else:
     verdict = f"mixed ({agree} of {total})"
+  if ran < len(rows):
+    verdict += f" so far ({ran} of {len(rows)} rows run)"
   return verdict, "; ".join(evidence)
 
 

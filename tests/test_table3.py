@@ -167,11 +167,13 @@ def test_the_papers_no_change_rows_agree_within_two_base_seed_sd():
   assert cells["E_learned"] == "no (paper: no change) / no (paper: no change)"
   assert cells["D_ls0.2"] == "within noise / no (paper: no change)"
   # The findings table: E's finding holds inside, does not hold outside; A's is mixed when
-  # A_h1 agrees and A_h32 has not run.
+  # A_h1's PPL agrees and its BLEU does not, and marked partial while A_h32 has not run.
   assert table3_report.finding_verdict(inside, ["E_learned"])[0] == "holds"
   assert table3_report.finding_verdict(outside, ["E_learned"])[0] == "does not hold"
   mixed = inside + [_fake_result("A_h1", 1, shared, 5.6, 21.0)]  # PPL worse, BLEU within noise
-  assert table3_report.finding_verdict(mixed, ["A_h1", "A_h32"])[0] == "mixed (1 of 2)"
+  assert table3_report.finding_verdict(mixed, ["A_h1", "A_h32"])[0] == \
+      "mixed (1 of 2) so far (1 of 2 rows run)"
+  assert table3_report.finding_verdict(mixed, ["A_h1"])[0] == "mixed (1 of 2)"
   assert table3_report.finding_verdict(base, ["A_h1"])[0] == "not run"
 
 
