@@ -117,10 +117,11 @@ def table(results):
            "wall / CPU min, everything (load) |", "|" + "---|" * 7]
   for r in results:
     alpha = max(r["alpha_sweep"], key=r["alpha_sweep"].get)
+    cpu = f", {r['cpu']}" if "cpu" in r else ""
     lines.append(f"| {r['lever']} | {r['what']} | {r['settings']['train_steps']} | "
                  f"{r['dev_nll']:.3f} | {r['dev_f1']:.2f} / {r['dev_f1_len40']:.2f} | {alpha} | "
                  f"{r['wall_s'] / 60:.1f} / {r['cpu_s'] / 60:.1f} "
-                 f"({r['load_avg'][0]}-{r['load_avg'][1]}) |")
+                 f"({r['load_avg'][0]}-{r['load_avg'][1]}){cpu} |")
   return "\n".join(lines)
 
 

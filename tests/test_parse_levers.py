@@ -87,6 +87,7 @@ def test_a_finished_lever_is_read_skipped_on_rerun_and_tabled(tmp_path, monkeypa
   doc = (tmp_path / "R.md").read_text()
   assert ("| reference | the recipe at this budget | 200 | 0.250 | 81.50 / 82.25 | 0.3 | "
           "1.0 / 1.5 (") in doc
+  assert f"{result['load_avg'][1]}), {parse_levers.runlib.cpu_name()} |" in doc  # names its CPU
   assert "<!-- parse_levers:run14:begin" in doc and "<!-- parse_levers:run14:end -->" in doc
   parse_levers.main(_args(tmp_path, "--recipe=run9", "--report_only"))  # no run9 results: no table
   assert "parse_levers:run9" not in (tmp_path / "R.md").read_text()
