@@ -31,6 +31,9 @@ LEVERS = {
     "reference": ({}, [], "the recipe as registered"),
     "cooldown": ({"cooldown_steps": "0.3"}, [],
                  "linear cooldown to 0 over the last 30 % of the updates"),
+    "wsd": ({"lr_schedule": "constant", "cooldown_steps": "0.3"}, [],
+            "warmup-stable-decay: the peak rate held after the warmup, then the same cooldown "
+            "(Hägele et al. 2024)"),
     "relative": ({"position_encoding": "relative", "max_relative_position": 16}, [],
                  "relative positions (Shaw et al. 2018) instead of sinusoids"),
     "dropout0.3": ({"dropout": 0.3}, [], "more dropout (the recipe overfits after 8,000 updates)"),

@@ -109,15 +109,17 @@ class HParams:
       16, "k of position_encoding=relative: attention distances clipped to [-k, k] [positions] "
       "(t2t 20, OpenNMT-tf's examples 20, Shaw et al. 16).", min_value=1)
   lr_schedule: str = setting(
-      "noam", "noam (eq. 3 of §5.3, the paper) or inverse_sqrt (fairseq's inverse_sqrt: linear "
-      "warmup to peak_learning_rate, then ~ 1/sqrt(step)); see training.schedule.",
-      choices=("noam", "inverse_sqrt"))
+      "noam", "noam (eq. 3 of §5.3, the paper), inverse_sqrt (fairseq's inverse_sqrt: linear "
+      "warmup to peak_learning_rate, then ~ 1/sqrt(step)) or constant (the same warmup, then "
+      "peak_learning_rate; with cooldown_steps the warmup-stable-decay schedule); see "
+      "training.schedule.", choices=("noam", "inverse_sqrt", "constant"))
   learning_rate: float = setting(
       1.0, "Constant multiplier of eq. 3 (1.0 paper, 2.0 t2t); noam only.", above=0)
   peak_learning_rate: float = setting(
-      0.0, "The rate at the end of warmup; inverse_sqrt only (must be positive there).",
+      0.0, "The rate at the end of warmup; inverse_sqrt and constant only (must be positive "
+      "there).",
       min_value=0)
-  warmup_steps: int = setting(4000, "Warmup of either schedule [steps].", min_value=1)
+  warmup_steps: int = setting(4000, "Warmup of every schedule [steps].", min_value=1)
   cooldown_steps: int = setting(
       0, "The last cooldown_steps of train_steps take the rate linearly down to 0 (the "
       "warmup-stable-decay cooldown, training.schedule.CooldownSchedule); 0 disables it "
@@ -145,9 +147,9 @@ class HParams:
     if self.max_positions < self.max_length:
       raise HParamsError(f"max_positions={self.max_positions} must be >= max_length="
                          f"{self.max_length} (training examples must fit the position table)")
-    if self.lr_schedule == "inverse_sqrt" and not self.peak_learning_rate > 0:
-      raise HParamsError("lr_schedule='inverse_sqrt' needs a positive peak_learning_rate, got "
-                         f"{self.peak_learning_rate}")
+    if self.lr_schedule in ("inverse_sqrt", "constant") and not self.peak_learning_rate > 0:
+      raise HParamsError(f"lr_schedule={self.lr_schedule!r} needs a positive "
+                         f"peak_learning_rate, got {self.peak_learning_rate}")
     if self.cooldown_steps > self.train_steps:
       raise HParamsError(f"cooldown_steps={self.cooldown_steps} must be in [0, train_steps="
                          f"{self.train_steps}]")

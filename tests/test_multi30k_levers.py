@@ -22,6 +22,7 @@ def test_a_levers_override_and_its_budget_fraction(tmp_path):
   args = multi30k_levers.parse_args(_args(tmp_path, "--train_steps=3000"))
   assert multi30k_levers.overrides("cooldown", args) == "cooldown_steps=900"
   assert multi30k_levers.overrides("reference", args) == ""
+  assert multi30k_levers.overrides("wsd", args) == "lr_schedule=constant,cooldown_steps=900"
   _, train, validate = multi30k_levers.commands("relative", args)
   assert "--hparams_override=position_encoding=relative,max_relative_position=16" in train
   assert "--train_steps=3000" in train and "--ema_decay=0.999" in train

@@ -7,8 +7,8 @@ import tensorflow as tf
 
 from t2t_repro.hparams import HParamsError, get_hparams
 from t2t_repro.training.loss import smoothed_cross_entropy
-from t2t_repro.training.schedule import (CooldownSchedule, InverseSqrtSchedule, TransformerSchedule,
-                                         make_schedule)
+from t2t_repro.training.schedule import (ConstantSchedule, CooldownSchedule, InverseSqrtSchedule,
+                                         TransformerSchedule, make_schedule)
 from t2t_repro.training import trainer as trainer_lib
 from t2t_repro.training.trainer import PreReducedAdam, Trainer, make_strategy
 
@@ -164,6 +164,32 @@ def test_schedule_values_written_out():
 def test_inverse_sqrt_schedule_is_fairseq(step, expected):
   schedule = InverseSqrtSchedule(0.005, 2000)
   assert float(schedule(step - 1)) == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("step,expected", [
+    # peak * min(1, step / warmup) by hand, peak 0.004, warmup 1000
+    (1, 4e-6), (500, 0.002), (1000, 0.004), (1001, 0.004), (9000, 0.004),
+])
+def test_constant_schedule_warms_up_then_holds_the_peak(step, expected):
+  schedule = ConstantSchedule(0.004, 1000)
+  assert float(schedule(step - 1)) == pytest.approx(expected, rel=1e-6)
+  # The warmup is inverse_sqrt's: the two agree up to the peak and differ after it.
+  if step <= 1000:
+    assert float(schedule(step - 1)) == pytest.approx(float(InverseSqrtSchedule(0.004, 1000)(step - 1)))
+
+
+def test_constant_schedule_with_cooldown_is_warmup_stable_decay():
+  hp = get_hparams("tiny", "lr_schedule=constant,peak_learning_rate=0.004,warmup_steps=100,"
+                           "train_steps=1000,cooldown_steps=300")
+  schedule = make_schedule(hp)
+  assert isinstance(schedule, CooldownSchedule) and isinstance(schedule.base, ConstantSchedule)
+  rates = [float(schedule(n - 1)) for n in (50, 100, 700, 701, 850, 1000, 1001)]
+  assert rates == pytest.approx([0.002, 0.004, 0.004, 0.004, 0.004 * 151 / 300,
+                                 0.004 / 300, 0.0], rel=1e-5, abs=1e-12)
+  copy = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(schedule))
+  assert type(copy.base) is ConstantSchedule and float(copy(849)) == pytest.approx(rates[4])
+  with pytest.raises(HParamsError, match="'constant' needs a positive peak_learning_rate"):
+    get_hparams("tiny", "lr_schedule=constant,peak_learning_rate=0")
 
 
 @pytest.mark.parametrize("step,factor", [

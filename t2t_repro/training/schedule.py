@@ -4,18 +4,20 @@
 
 * "noam" (default): eq. 3, `TransformerSchedule`;
 * "inverse_sqrt": fairseq's `inverse_sqrt` with `warmup_init_lr=0`, a linear warmup to
-  `hparams.peak_learning_rate`, then decay with 1/sqrt(step), `InverseSqrtSchedule`.
+  `hparams.peak_learning_rate`, then decay with 1/sqrt(step), `InverseSqrtSchedule`;
+* "constant": the same linear warmup, then `hparams.peak_learning_rate` until the end,
+  `ConstantSchedule` (with a cooldown, the warmup-stable-decay schedule).
 
-With `hparams.cooldown_steps` > 0 either one is wrapped in `CooldownSchedule`, which
+With `hparams.cooldown_steps` > 0 any one is wrapped in `CooldownSchedule`, which
 takes the rate linearly down to 0 over the last `cooldown_steps` of `train_steps`.
 
-All three are Keras-serializable `LearningRateSchedule`s (registered under "t2t_repro").
+All four are Keras-serializable `LearningRateSchedule`s (registered under "t2t_repro").
 """
 
 import keras
 import tensorflow as tf
 
-SCHEDULES = ("noam", "inverse_sqrt")
+SCHEDULES = ("noam", "inverse_sqrt", "constant")
 
 
 @keras.saving.register_keras_serializable(package="t2t_repro")
@@ -78,6 +80,34 @@ class InverseSqrtSchedule(keras.optimizers.schedules.LearningRateSchedule):
 
 
 @keras.saving.register_keras_serializable(package="t2t_repro")
+class ConstantSchedule(keras.optimizers.schedules.LearningRateSchedule):
+  """lrate = peak * min(1, step / warmup_steps).
+
+  A linear warmup from 0 to `peak_learning_rate` over `warmup_steps` updates, then the peak
+  rate until the end: the "warmup-stable" part of the warmup-stable-decay schedule (Zhai et
+  al. 2022, "Scaling Vision Transformers"; Hägele et al. 2024, "Scaling Laws and
+  Compute-Optimal Training Beyond Fixed Training Durations", §3), whose decay is
+  `CooldownSchedule` (hparams `cooldown_steps`). The warmup is `InverseSqrtSchedule`'s, so
+  the two differ only after the peak. `step` is 1-based as in `TransformerSchedule`.
+
+  Args:
+    peak_learning_rate: the rate at the end of warmup and after it.
+    warmup_steps: warmup length [steps].
+  """
+
+  def __init__(self, peak_learning_rate, warmup_steps):
+    self.peak_learning_rate = peak_learning_rate
+    self.warmup_steps = warmup_steps
+
+  def __call__(self, iteration):
+    step = tf.cast(iteration, tf.float32) + 1.0
+    return self.peak_learning_rate * tf.minimum(step / float(self.warmup_steps), 1.0)
+
+  def get_config(self):
+    return {"peak_learning_rate": self.peak_learning_rate, "warmup_steps": self.warmup_steps}
+
+
+@keras.saving.register_keras_serializable(package="t2t_repro")
 class CooldownSchedule(keras.optimizers.schedules.LearningRateSchedule):
   """lrate = base(step) * min(1, (train_steps - step + 1) / cooldown_steps).
 
@@ -87,7 +117,7 @@ class CooldownSchedule(keras.optimizers.schedules.LearningRateSchedule):
   1 / cooldown_steps of it and every earlier update at the base rate. The cooldown of the
   "warmup-stable-decay" schedules (Zhai et al. 2022, "Scaling Vision Transformers";
   Hägele et al. 2024, "Scaling Laws and Compute-Optimal Training Beyond Fixed Training
-  Durations", §3), applied here on top of eq. 3 or inverse_sqrt. `step` is 1-based as in
+  Durations", §3), applied here on top of eq. 3, inverse_sqrt or constant. `step` is 1-based as in
   `TransformerSchedule`. Under a wall-clock budget (`--train_minutes`) set `train_steps`
   to what the budget reaches, or the run stops before its cooldown ends. A resume with
   another `--train_steps` moves the cooldown to the new end.
@@ -131,7 +161,7 @@ def make_schedule(hparams):
 
   Args:
     hparams: `HParams` (lr_schedule, warmup_steps; d_model and learning_rate for "noam",
-      peak_learning_rate for "inverse_sqrt"; cooldown_steps and train_steps for the
+      peak_learning_rate for "inverse_sqrt" and "constant"; cooldown_steps and train_steps for the
       cooldown).
 
   Returns:
@@ -144,6 +174,8 @@ def make_schedule(hparams):
     schedule = TransformerSchedule(hparams.d_model, hparams.warmup_steps, hparams.learning_rate)
   elif hparams.lr_schedule == "inverse_sqrt":
     schedule = InverseSqrtSchedule(hparams.peak_learning_rate, hparams.warmup_steps)
+  elif hparams.lr_schedule == "constant":
+    schedule = ConstantSchedule(hparams.peak_learning_rate, hparams.warmup_steps)
   else:
     raise ValueError(f"lr_schedule={hparams.lr_schedule!r} is not one of {SCHEDULES}")
   if hparams.cooldown_steps:
