@@ -42,6 +42,9 @@ LEVERS = {
     "vocab8000": ({"vocab_size": 8000}, [], "an 8,000-piece BPE instead of 6,000"),
     "bpe_dropout0.1": ({"subword_alpha": 0.1}, [],
                        "BPE-dropout 0.1 on the training pairs (Provilkov et al. 2020)"),
+    "word_dropout0.1": ({"word_dropout": 0.1}, [],
+                        "word dropout 0.1 on source and decoder-input tokens (Sennrich & Zhang "
+                        "2019)"),
     "rdrop5": ({"rdrop_alpha": 5}, [],
                "R-Drop, alpha 5 (Liang et al. 2021; 2x the computation per update)"),
 }

@@ -61,6 +61,11 @@ class HParams:
       0.0, "Dropout on attention weights (0 in the paper; t2t 0.1).", min_value=0, below=1)
   relu_dropout: float = setting(
       0.0, "Dropout after the FFN ReLU (0 in the paper; t2t 0.1).", min_value=0, below=1)
+  word_dropout: float = setting(
+      0.0, "Word dropout (Gal & Ghahramani 2016; Sennrich & Zhang 2019 for low-resource "
+      "translation): in training, each source and decoder-input token's embedding is zeroed "
+      "with this probability (the whole d_model vector, before the positions are added; kept "
+      "ones scaled by 1 / (1 - p)). 0: off.", min_value=0, below=1)
   label_smoothing: float = setting(0.1, "eps_ls (§5.4).", min_value=0, below=1)
   rdrop_alpha: float = setting(
       0.0, "R-Drop (Liang et al. 2021, eq. 3): each training pair runs twice with its own "

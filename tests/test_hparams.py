@@ -176,7 +176,7 @@ def test_overrides_are_typed():
 
 
 @pytest.mark.parametrize("overrides,message", [
-    ("dropuot=0.3", "unknown hparam 'dropuot'; did you mean 'dropout' or 'relu_dropout'?"),
+    ("dropuot=0.3", "unknown hparam 'dropuot'; did you mean 'dropout' or 'word_dropout' or 'relu_dropout'?"),
     ("qqq=1", "unknown hparam 'qqq'; valid hparams are: adam_beta1"),
     ("num_layers=four", "num_layers='four' is not a valid int"),
     ("dropout", "is not of the form key=value"),

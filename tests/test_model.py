@@ -151,6 +151,24 @@ def test_checkpoint_variable_names_are_unchanged(tmp_path, extra):
   assert (len(names), hashlib.sha256("\n".join(names).encode()).hexdigest()) == _VARIABLE_NAMES[extra]
 
 
+def test_word_dropout_zeroes_whole_token_embeddings_in_training_only():
+  # Relative positions add nothing to the embeddings and dropout is 0, so _embed's output
+  # is the scaled embedding times the word-dropout mask: per token 0 or 1 / (1 - p).
+  model = _model(word_dropout=0.25, position_encoding="relative")
+  ids = tf.constant(np.random.default_rng(0).integers(2, 37, size=(64, 50)), tf.int32)
+  plain = model.embedding(ids).numpy()
+  np.testing.assert_array_equal(model._embed(ids, training=False).numpy(), plain)  # pylint: disable=protected-access
+  out = model._embed(ids, training=True).numpy()  # pylint: disable=protected-access
+  ratio = out[..., 0] / plain[..., 0]
+  dropped = ratio == 0
+  np.testing.assert_allclose(ratio[~dropped], 1 / 0.75, rtol=1e-6)
+  np.testing.assert_array_equal(out[dropped], 0)  # every d_model component of a dropped token
+  np.testing.assert_allclose(out[~dropped], plain[~dropped] / 0.75, rtol=1e-6)
+  assert abs(dropped.mean() - 0.25) < 0.03  # 3,200 tokens: 0.25 +- 4 sd
+  # Off (the default), the model has no such layer: its variables and seeds are unchanged.
+  assert _model().word_dropout_layer is None
+
+
 def test_model_config_is_the_one_list_of_fields():
   hp = get_hparams("tiny", "d_k=4")
   model = Transformer.from_hparams(hp)

@@ -13,7 +13,7 @@ from t2t_repro import settings
 from t2t_repro.hparams import HParams
 
 MODEL_FIELDS = ("vocab_size", "num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v",
-                "dropout", "attention_dropout", "relu_dropout", "norm_type",
+                "dropout", "attention_dropout", "relu_dropout", "word_dropout", "norm_type",
                 "position_encoding", "attention_init", "max_positions", "max_relative_position")
 
 

@@ -61,6 +61,9 @@ class Transformer(keras.Model):
     if self.pre_norm:
       self.encoder_norm = LayerNormalization(epsilon=1e-6, name="encoder_norm")
       self.decoder_norm = LayerNormalization(epsilon=1e-6, name="decoder_norm")
+    # Made last and only when used: the other layers' seeds and a checkpoint's variables
+    # are then those of a model without it.
+    self.word_dropout_layer = Dropout(c.word_dropout) if c.word_dropout else None
 
   @classmethod
   def from_hparams(cls, hparams, **kwargs):
@@ -83,6 +86,10 @@ class Transformer(keras.Model):
 
   def _embed(self, ids, training, start=0):
     x = self.embedding(ids)
+    if training and self.word_dropout_layer is not None:
+      # One draw per token: [batch, length, 1] of 0 or 1 / (1 - word_dropout).
+      keep = self.word_dropout_layer(tf.ones_like(ids[..., None], x.dtype), training=True)
+      x = x * keep
     if self.position is not None:
       x = self.position(x, start=start)
     return self.embedding_dropout(x, training=training)
