@@ -175,7 +175,8 @@ def test_constant_schedule_warms_up_then_holds_the_peak(step, expected):
   assert float(schedule(step - 1)) == pytest.approx(expected, rel=1e-6)
   # The warmup is inverse_sqrt's: the two agree up to the peak and differ after it.
   if step <= 1000:
-    assert float(schedule(step - 1)) == pytest.approx(float(InverseSqrtSchedule(0.004, 1000)(step - 1)))
+    inverse_sqrt = InverseSqrtSchedule(0.004, 1000)
+    assert float(schedule(step - 1)) == pytest.approx(float(inverse_sqrt(step - 1)))
 
 
 def test_constant_schedule_with_cooldown_is_warmup_stable_decay():

@@ -80,31 +80,25 @@ class InverseSqrtSchedule(keras.optimizers.schedules.LearningRateSchedule):
 
 
 @keras.saving.register_keras_serializable(package="t2t_repro")
-class ConstantSchedule(keras.optimizers.schedules.LearningRateSchedule):
+class ConstantSchedule(InverseSqrtSchedule):
   """lrate = peak * min(1, step / warmup_steps).
 
   A linear warmup from 0 to `peak_learning_rate` over `warmup_steps` updates, then the peak
   rate until the end: the "warmup-stable" part of the warmup-stable-decay schedule (Zhai et
   al. 2022, "Scaling Vision Transformers"; Hägele et al. 2024, "Scaling Laws and
   Compute-Optimal Training Beyond Fixed Training Durations", §3), whose decay is
-  `CooldownSchedule` (hparams `cooldown_steps`). The warmup is `InverseSqrtSchedule`'s, so
-  the two differ only after the peak. `step` is 1-based as in `TransformerSchedule`.
+  `CooldownSchedule` (hparams `cooldown_steps`). It is `InverseSqrtSchedule` (same
+  arguments and config) without the decay after the peak. `step` is 1-based as in
+  `TransformerSchedule`.
 
   Args:
     peak_learning_rate: the rate at the end of warmup and after it.
     warmup_steps: warmup length [steps].
   """
 
-  def __init__(self, peak_learning_rate, warmup_steps):
-    self.peak_learning_rate = peak_learning_rate
-    self.warmup_steps = warmup_steps
-
   def __call__(self, iteration):
     step = tf.cast(iteration, tf.float32) + 1.0
     return self.peak_learning_rate * tf.minimum(step / float(self.warmup_steps), 1.0)
-
-  def get_config(self):
-    return {"peak_learning_rate": self.peak_learning_rate, "warmup_steps": self.warmup_steps}
 
 
 @keras.saving.register_keras_serializable(package="t2t_repro")
@@ -117,8 +111,8 @@ class CooldownSchedule(keras.optimizers.schedules.LearningRateSchedule):
   1 / cooldown_steps of it and every earlier update at the base rate. The cooldown of the
   "warmup-stable-decay" schedules (Zhai et al. 2022, "Scaling Vision Transformers";
   Hägele et al. 2024, "Scaling Laws and Compute-Optimal Training Beyond Fixed Training
-  Durations", §3), applied here on top of eq. 3, inverse_sqrt or constant. `step` is 1-based as in
-  `TransformerSchedule`. Under a wall-clock budget (`--train_minutes`) set `train_steps`
+  Durations", §3), applied here on top of eq. 3, inverse_sqrt or constant. `step` is
+  1-based as in `TransformerSchedule`. Under a wall-clock budget (`--train_minutes`) set `train_steps`
   to what the budget reaches, or the run stops before its cooldown ends. A resume with
   another `--train_steps` moves the cooldown to the new end.
 
@@ -161,8 +155,8 @@ def make_schedule(hparams):
 
   Args:
     hparams: `HParams` (lr_schedule, warmup_steps; d_model and learning_rate for "noam",
-      peak_learning_rate for "inverse_sqrt" and "constant"; cooldown_steps and train_steps for the
-      cooldown).
+      peak_learning_rate for "inverse_sqrt" and "constant"; cooldown_steps and train_steps
+      for the cooldown).
 
   Returns:
     A `keras.optimizers.schedules.LearningRateSchedule`.
