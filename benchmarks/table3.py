@@ -377,8 +377,8 @@ def report(args):
       wanted = {**settings(args), **PROTOCOLS[name]}
       runs = [r for r in results if r["settings"] == wanted]
       by_protocol[name] = sorted(runs, key=lambda r: (order[r["row"]], r["seed"]))
-  # Extra runs of a protocol at another width factor (item 5 of docs/TABLE3.md: the width
-  # reading), each beside the same rows at --factor.
+  # Extra runs of a protocol at another width factor (the width reading of docs/TABLE3.md),
+  # each beside the same rows at --factor.
   other_factors = {}
   for name in by_protocol:
     for factor in sorted({r["settings"]["factor"] for r in results} - {args.factor}):
