@@ -319,7 +319,10 @@ def parse_args(argv):
                       choices=["none", "mixed_bfloat16"])
   parser.add_argument("--seed", type=int, default=1234)
   parser.add_argument("--base_seeds", type=int, default=3, help="Seeds of the base row.")
-  parser.add_argument("--report_only", action="store_true", help="Only rewrite the table and PNG.")
+  parser.add_argument("--report_only", action="store_true",
+                      help="Only rewrite the tables and PNG (always at the default --factor, "
+                      "--batch_tokens, --vocab_size and --mixed_precision; runs at another "
+                      "factor beside them).")
   args = parser.parse_args(argv)
   select_rows(args.rows)
   if PROTOCOLS[args.protocol] is not None:
@@ -368,7 +371,12 @@ def main(argv):
 
 
 def report(args):
-  """Rewrites the doc's findings, sweep and per-protocol tables and the PNG from --results."""
+  """Rewrites the doc's findings, sweep and per-protocol tables and the PNG from --results.
+
+  The tables are at the default settings (factor 8, 2,048 tokens per update, a 4,000-piece
+  vocabulary) whatever the command trained, so a run at --factor=4 ends by rewriting them, not
+  by replacing them with its own; runs at another width factor get a block of their own."""
+  args = parse_args(["--report_only", f"--results={args.results}", f"--doc={args.doc}"])
   results = runlib.read_results(args.results)
   order = {name: i for i, name in enumerate(ROW_NAMES)}
   by_protocol = {}

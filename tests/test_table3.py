@@ -319,6 +319,9 @@ def test_runs_at_another_factor_have_their_own_dirs_and_a_table_beside_the_proto
                           "dev_curve": [[14000, 1.90], [15000, 1.89]]}) + "\n")
   table3.main(["--report_only", f"--results={f8.results}", f"--doc={f8.doc}"])
   doc = (tmp_path / "T.md").read_text()
+  # A factor-4 command ends by rewriting the same tables, not factor 4's runs in factor 8's place.
+  table3.report(f4)
+  assert (tmp_path / "T.md").read_text() == doc
   rows_p3 = doc.split(table3_report.marker("rows:p3")[0])[1].split("<!--")[0]
   assert rows_p3.count("| base |") == 1 and "38.00" not in rows_p3  # factor 8's table only
   block = doc.split(table3_report.marker("factor4:p3")[0])[1].split("<!--")[0]
