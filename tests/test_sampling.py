@@ -4,9 +4,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from t2t_repro.constants import NEG_INF
 from t2t_repro.decoding import beam_search as bs
 from t2t_repro.decoding.config import DecodeConfig
-from t2t_repro.decoding.sampling import filter_log_probs, sample
+from t2t_repro.decoding.prefix import TargetPrefix
+from t2t_repro.decoding.sampling import (_to_unit, draw, filter_log_probs, gumbel_argmax, sample,
+                                         sample_keys, uniform)
 from test_beam_search import random_sources, tiny_model
 
 EOS = 1
@@ -135,3 +138,66 @@ def test_draws_over_many_lines_follow_the_distribution():
   ids, _ = sample(HandMade(), tf.constant([[3, EOS]] * 4000), 10, 0.0, seed=4)
   freq = np.bincount(ids.numpy()[:, 0, 0], minlength=6)[2:] / 4000
   np.testing.assert_allclose(freq, [0.4, 0.3, 0.2, 0.1], atol=0.03)  # > 4 sd at n = 4000
+
+
+# Seed 1 draws, for line 2436 (sample 0) at step 0, a uniform whose top 24 bits are all ones
+# for piece 160, and for line 5978 for piece 360: with 24-bit draws both rounded to u = 1.0
+# (Gumbel noise +inf), so that piece won whatever its logit.
+EXTREME_SEED, EXTREME_LINES, EXTREME_PIECES = 1, (2436, 5978), (160, 360)
+
+
+class Wide(HandMade):
+  """HandMade over 400 pieces: 2, 3 and 4 with probabilities 0.5, 0.3 and 0.2 at steps 0-2
+  (the rest 1e-30), EOS for sure from step 3."""
+  vocab_size = 400
+
+  def step(self, prev_ids, i, state):
+    del prev_ids
+    first = np.full(self.vocab_size, 1e-30)
+    first[2:5] = [0.5, 0.3, 0.2]
+    last = np.full(self.vocab_size, 1e-30)
+    last[EOS] = 1.0
+    log_probs = tf.where(i < 3, tf.constant(np.log(first), tf.float32),
+                         tf.constant(np.log(last), tf.float32))
+    return tf.tile(log_probs[None], [tf.shape(state["rows"])[0], 1]), state
+
+
+def test_uniform_draws_lie_strictly_inside_zero_one():
+  extremes = _to_unit(tf.constant([0, 2 ** 64 - 1], tf.uint64)).numpy()
+  assert extremes.tolist() == [2.0 ** -24, 1.0 - 2.0 ** -24]
+  keys = sample_keys(EXTREME_SEED, tf.constant(EXTREME_LINES), 1)
+  u = uniform(keys, 0, max(EXTREME_PIECES) + 1).numpy()
+  assert 0.0 < u.min() and u.max() < 1.0
+  assert u[0, EXTREME_PIECES[0]] == u[1, EXTREME_PIECES[1]] == 1.0 - 2.0 ** -24
+
+
+def test_a_masked_piece_never_wins_even_at_the_extreme_draw():
+  """Pieces masked by top-k or by a constraint (NEG_INF) lose to the kept ones whatever
+  their draw, the largest possible one and even u = 1.0 (Gumbel noise +inf)."""
+  top_k = filter_log_probs(tf.constant(np.log([[0.6, 0.3, 0.1]]), tf.float32), top_k=2)
+  forbidden = filter_log_probs(tf.constant([[-0.5, -1.0, NEG_INF]]))
+  for logits in (top_k, forbidden):
+    for u_masked in (1.0 - 2.0 ** -24, 1.0):
+      assert gumbel_argmax(logits, tf.constant([[0.5, 0.5, u_masked]])).numpy()[0] in (0, 1)
+  keys = sample_keys(EXTREME_SEED, tf.constant(EXTREME_LINES[:1]), 1)
+  wide = np.full([1, EXTREME_PIECES[0] + 1], NEG_INF, np.float32)
+  wide[0, :2] = [0.0, -1.0]
+  assert draw(filter_log_probs(tf.constant(wide)), keys, 0).numpy()[0] in (0, 1)
+
+
+@pytest.mark.parametrize("options", [{"top_k": 2}, {"top_p": 0.7}, {"temperature": 1.0}])
+def test_samples_never_leave_top_k_the_nucleus_or_the_prefix(options):
+  """Lines around the two extreme draws, in two batches: every first piece is inside the
+  kept set (top-k 2 and nucleus 0.7: pieces 2 and 3; plain: 2, 3 or 4), and with a target
+  prefix every sample starts with it."""
+  kept = {2, 3} if "temperature" not in options else {2, 3, 4}
+  for lines in (range(2400, 2500), range(5950, 6000)):
+    inputs = tf.constant([[3, EOS]] * len(lines))
+    ids, _ = sample(Wide(), inputs, 10, 0.0, n_samples=2, seed=EXTREME_SEED,
+                    line_ids=list(lines), **options)
+    assert set(np.unique(ids.numpy()[:, :, :3])) <= kept
+    prefix = TargetPrefix(tf.constant([[4, 4]] * len(lines)), Wide.vocab_size)
+    ids, _ = sample(Wide(), inputs, 10, 0.0, n_samples=2, seed=EXTREME_SEED,
+                    line_ids=list(lines), constraint=prefix, **options)
+    assert np.all(ids.numpy()[:, :, :2] == 4)
+    assert set(np.unique(ids.numpy()[:, :, 2])) <= kept

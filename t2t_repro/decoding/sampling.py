@@ -20,12 +20,21 @@ index among the n_samples, the step), not on its batch or its row in it: each ro
 key, folded from those, and a step draws one uniform per piece from the row's key and the
 step with SplitMix64 (Steele, Lea and Flood 2014, a counter-based generator that passes
 BigCrush), then picks the argmax of the logits plus Gumbel noise (the Gumbel-max trick:
-piece y with probability softmax(logits)_y). TensorFlow's stateless ops take one seed per
+piece y with probability softmax(logits)_y). The uniforms lie strictly inside (0, 1), so the
+noise is finite (within [-2.8, 16.7]), and a piece outside top-k, the nucleus or the
+constraint is never drawn, whatever the noise. TensorFlow's stateless ops take one seed per
 call, not one per row, hence the generator here. The same seed and input give the same
 samples whatever the batching (up to float rounding of the model's batch-shaped math),
 and two lines with the same text get independent samples.
+
+The scores are not bit-independent of the batching: the model's log-probabilities come from
+matrix products whose shapes (rows, padded lengths) follow the batch, so their float32
+rounding differs by about 1e-5 relative (up to 1e-4 on a score) between batchings. The
+drawn pieces, and so the texts, are the same unless two noisy logits tie within that
+rounding.
 """
 
+import numpy as np
 import tensorflow as tf
 
 from t2t_repro.constants import EOS_ID, NEG_INF, PAD_ID
@@ -37,6 +46,9 @@ from t2t_repro.decoding.beam_search import length_penalty
 # generators", OOPSLA; Stafford's mix13).
 _GAMMA = 0x9E3779B97F4A7C15
 _MIX = (0xBF58476D1CE4E5B9, 0x94D049BB133111EB)
+# Bits of a uniform draw: with 23, (k + 0.5) * 2^-23 is exact in float32's 24-bit significand
+# for every k, so no draw rounds to 0 or 1.
+_UNIFORM_BITS = 23
 
 
 def _mix(x):
@@ -71,8 +83,10 @@ def sample_keys(seed, line_ids, n_samples):
 
 
 def uniform(keys, step, size):
-  """float32 [rows, size] uniforms in (0, 1), 24 bits each: draw v of row r is SplitMix64's
-  output v + 1 of the stream of fold_in(keys[r], step), so it depends on nothing else.
+  """float32 [rows, size] uniforms strictly inside (0, 1): (k + 0.5) / 2^23 for the top 23
+  bits k of SplitMix64's output v + 1 of the stream of fold_in(keys[r], step) (draw v of row
+  r), so a draw depends on nothing else. The extremes, 2^-24 and 1 - 2^-24, are exact in
+  float32 (a 24th bit would round the largest up to 1.0 and make its Gumbel noise +inf).
 
   Args:
     keys: uint64 [rows] (`sample_keys`).
@@ -81,23 +95,43 @@ def uniform(keys, step, size):
   """
   state = fold_in(keys, step)[:, None]
   counter = tf.cast(tf.range(1, size + 1), tf.uint64) * tf.constant(_GAMMA, tf.uint64)
-  bits = tf.bitwise.right_shift(_mix(state + counter[None, :]), tf.constant(40, tf.uint64))
-  return (tf.cast(bits, tf.float32) + 0.5) * 2.0 ** -24
+  return _to_unit(_mix(state + counter[None, :]))
+
+
+def _to_unit(words):
+  """uint64 [...] -> float32 [...] in (0, 1): (top 23 bits + 0.5) * 2^-23."""
+  bits = tf.bitwise.right_shift(words, tf.constant(64 - _UNIFORM_BITS, tf.uint64))
+  return (tf.cast(bits, tf.float32) + 0.5) * 2.0 ** -_UNIFORM_BITS
 
 
 def draw(logits, keys, step):
   """One piece per row from softmax(logits), by the Gumbel-max trick with `uniform` noise.
 
   Args:
-    logits: float32 [rows, V] (`filter_log_probs`; NEG_INF pieces are never drawn).
+    logits: float32 [rows, V] (`filter_log_probs`): -inf marks a piece that is never drawn;
+      each row has at least one finite logit.
     keys: uint64 [rows] (`sample_keys`).
     step: int scalar.
 
   Returns:
-    int32 [rows]: argmax(logits - log(-log(u))).
+    int32 [rows]: argmax(logits - log(-log(u))) over the finite logits.
   """
-  u = uniform(keys, step, tf.shape(logits)[1])
-  return tf.argmax(logits - tf.math.log(-tf.math.log(u)), axis=-1, output_type=tf.int32)
+  return gumbel_argmax(logits, uniform(keys, step, tf.shape(logits)[1]))
+
+
+def gumbel_argmax(logits, u):
+  """argmax over the pieces of logits + Gumbel noise -log(-log(u)), where a -inf logit stays
+  -inf whatever its noise.
+
+  Args:
+    logits: float32 [rows, V], -inf for pieces never drawn.
+    u: float32 [rows, V] uniforms in (0, 1).
+
+  Returns:
+    int32 [rows].
+  """
+  noisy = tf.where(logits > -np.inf, logits - tf.math.log(-tf.math.log(u)), -np.inf)
+  return tf.argmax(noisy, axis=-1, output_type=tf.int32)
 
 
 def filter_log_probs(log_probs, top_k=0, top_p=1.0, temperature=1.0):
@@ -112,19 +146,20 @@ def filter_log_probs(log_probs, top_k=0, top_p=1.0, temperature=1.0):
     temperature: > 0 (sharper below 1, flatter above); static float.
 
   Returns:
-    float32 [rows, V]: log p(y) / temperature on the kept pieces, NEG_INF elsewhere
-    (unnormalized logits for `draw`).
+    float32 [rows, V]: log p(y) / temperature on the kept pieces, -inf elsewhere and where
+    log_probs is NEG_INF or below (a constraint's forbidden pieces): unnormalized logits for
+    `draw`.
   """
-  logits = log_probs / temperature
+  logits = tf.where(log_probs > NEG_INF, log_probs / temperature, -np.inf)
   if top_k:  # a k above V keeps every piece
     kth = tf.math.top_k(logits, k=tf.minimum(top_k, tf.shape(logits)[-1])).values[:, -1:]
-    logits = tf.where(logits < kth, NEG_INF, logits)
+    logits = tf.where(logits < kth, -np.inf, logits)
   if top_p < 1.0:
     sorted_logits = tf.sort(logits, axis=-1, direction="DESCENDING")
     before = tf.cumsum(tf.nn.softmax(sorted_logits), axis=-1, exclusive=True)
     # the smallest kept logit: the last piece whose better pieces have less than top_p
     last = tf.reduce_min(tf.where(before < top_p, sorted_logits, float("inf")), axis=-1)
-    logits = tf.where(logits < last[:, None], NEG_INF, logits)
+    logits = tf.where(logits < last[:, None], -np.inf, logits)
   return logits
 
 
