@@ -1,12 +1,13 @@
 r"""Data statistics and input-pipeline throughput of a problem (`t2t_repro.data.stats`).
 
   python -m t2t_repro.stats --problem=translate_ende_wmt_news \
-      --data_dir=../shared/data --batch_tokens=4096 [--vocab_dir=/tmp/vocab]
+      --data_dir=../shared/data --batch_tokens=4096 [--vocab_dir=runs/vocab]
 
 Prints, per split: sentence pairs, pairs dropped as empty, source and target tokens (BPE,
 EOS included), examples longer than --max_length, batches in one pass and the padding
 efficiency; then the training pipeline's throughput in real tokens/s (not with
---throughput_epochs=0).
+--throughput_epochs=0). The data folder is only read: the vocabulary and the corpus
+validation records are cached in --vocab_dir.
 """
 
 from absl import flags
@@ -21,7 +22,8 @@ SPLIT_FILE_FLAGS = tuple(f"{split}_{side}" for split in ("train", "dev", "test")
 
 
 def define_flags():
-  flags.DEFINE_enum("problem", None, problems.list_problems(), "Data source (data/problems.py).")
+  flags.DEFINE_string("problem", None, "Data source, one of: " + ", ".join(problems.list_problems())
+                      + " (data/problems.py).")
   flags.DEFINE_string("data_dir", None, f"Local data folder (default: ${problems.DATA_DIR_ENV}).")
   for name in SPLIT_FILE_FLAGS:
     flags.DEFINE_string(name, None, f"File(s) of {name} (parallel_text, or to replace a split's "
@@ -29,7 +31,9 @@ def define_flags():
   flags.DEFINE_integer("batch_tokens", 4096, "Padded tokens per batch and side, per replica.")
   flags.DEFINE_integer("max_length", 256, "Longest training example [tokens, EOS included].")
   flags.DEFINE_integer("vocab_size", None, "BPE pieces (default: the problem's).")
-  flags.DEFINE_string("vocab_dir", None, "Vocabulary cache folder (default: --data_dir).")
+  flags.DEFINE_string("vocab_dir", None, "Cache folder of the vocabulary and the corpus "
+                      "validation records (default: $XDG_CACHE_HOME/t2t_repro, else "
+                      "~/.cache/t2t_repro; never the data folder).")
   flags.DEFINE_list("splits", None, "Splits to report (default: all of the problem's).")
   flags.DEFINE_integer("seed", 1, "Shuffle seed.")
   flags.DEFINE_integer("throughput_epochs", 3, "Epochs timed after the first one (0: no "
@@ -45,10 +49,14 @@ def main(argv):
     raise errors.UsageError(f"unexpected arguments: {argv[1:]}")
   # pylint: disable-next=import-outside-toplevel
   from t2t_repro.data import batching, stats as stats_lib, vocab
+  if FLAGS.problem not in problems.list_problems():
+    raise errors.UsageError("`problem`: " + errors.unknown(
+        "problem", FLAGS.problem, problems.list_problems(), "registered problems are"))
   problem = problems.get_problem(FLAGS.problem, FLAGS.data_dir,
                                  **{name: FLAGS[name].value for name in SPLIT_FILE_FLAGS})
   vocab_size = FLAGS.vocab_size or problem.vocab_size_default
-  path = vocab.get_or_learn_vocab(problem, vocab_size, FLAGS.vocab_dir)
+  cache_dir = FLAGS.vocab_dir or vocab.default_cache_dir()
+  path = vocab.get_or_learn_vocab(problem, vocab_size, cache_dir)
   tokenizer = vocab.Tokenizer.from_file(path)
   lengths = batching.bucket_lengths(FLAGS.max_length)
   print(f"problem {problem.name} ({problem.source_lang}->{problem.target_lang}): {problem.description}")
@@ -60,7 +68,6 @@ def main(argv):
   print(row.format("split", "pairs", "empty", "src_tokens", "tgt_tokens", "too_long", "batches",
                    "padded_tokens", "efficiency"))
   stats = {}
-  cache_dir = FLAGS.vocab_dir or problem.data_dir
   for split in FLAGS.splits or problem.splits:
     s = stats[split] = stats_lib.split_stats(problem, split, tokenizer, FLAGS.batch_tokens, FLAGS.max_length,
                                    FLAGS.seed, cache_dir)

@@ -3,7 +3,8 @@
 `learn_vocab` trains one sentencepiece BPE model on source and target text
 together (the paper's shared vocabulary, §5.1). Ids follow the project
 convention: pad = 0, eos = 1, unk = 2, no bos. `get_or_learn_vocab` caches the
-model as `{cache_dir}/vocab.{problem}.{size}.model`. `Tokenizer` wraps
+model as `{cache_dir}/vocab.{problem}.{size}.model`, by default in the user's cache folder
+(`default_cache_dir`): a data folder is read-only input, never written. `Tokenizer` wraps
 `tensorflow_text.SentencepieceTokenizer`, so tokenizing runs inside tf.data,
 tf.function and an exported SavedModel.
 
@@ -127,6 +128,17 @@ def _train_bpe(sentences, model_writer, vocab_size, lowercase, **options):
         max_sentence_length=MAX_SENTENCE_BYTES, minloglevel=1, **normalization, **options)
 
 
+CACHE_ENV = "XDG_CACHE_HOME"
+
+
+def default_cache_dir():
+  """The cache of vocabularies and corpus validation records when no model dir or
+  `vocab_dir` is given: `$XDG_CACHE_HOME/t2t_repro`, else `~/.cache/t2t_repro` (the XDG
+  base directory convention, as pip and Hugging Face use it). Created by the first write."""
+  return os.path.join(os.environ.get(CACHE_ENV) or os.path.join(os.path.expanduser("~"), ".cache"),
+                      "t2t_repro")
+
+
 def vocab_path(problem, vocab_size, cache_dir, lowercase=False):
   """`{cache_dir}/vocab.{problem.vocab_key}.{vocab_size}.model` (`...{vocab_size}.lc.model`
   for a lowercasing one)."""
@@ -181,7 +193,8 @@ def get_or_learn_vocab(problem, vocab_size=None, cache_dir=None, input_sentence_
   Args:
     problem: a `problems.Problem`.
     vocab_size: pieces; None means `problem.vocab_size_default`.
-    cache_dir: folder of the cache; None means `problem.data_dir`.
+    cache_dir: folder of the cache; None means `default_cache_dir()` (never the data
+      folder).
     input_sentence_size: at most this many sentences are learned from.
     seed: sampling seed.
     lowercase: learn (or find) a lowercasing model (see `learn_vocab`).
@@ -190,15 +203,11 @@ def get_or_learn_vocab(problem, vocab_size=None, cache_dir=None, input_sentence_
     Path of the sentencepiece model.
 
   Raises:
-    ValueError: no cache_dir and no problem.data_dir.
     DataError: as `learn_vocab`, the message prefixed with the training files.
     the errors of `Problem.corpus` and `learn_vocab`.
   """
   vocab_size = vocab_size or problem.vocab_size_default
-  cache_dir = cache_dir or problem.data_dir
-  if cache_dir is None:
-    raise ValueError(f"{problem.name}: no folder for the vocabulary cache: give cache_dir "
-                     "(`vocab_dir`) or a data dir")
+  cache_dir = cache_dir or default_cache_dir()
   path = vocab_path(problem, vocab_size, cache_dir, lowercase)
   if os.path.exists(path):
     return path

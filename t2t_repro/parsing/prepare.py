@@ -109,7 +109,8 @@ def prepare(ptb_dir, output_dir, splits=None, leaves="word", *, augment_copies=0
 
   Raises:
     FileNotFoundError: ptb_dir does not exist.
-    ValueError: a split gets no file, or augment_copies > 0 without a
+    errors.UsageError (a ValueError): a split gets no file.
+    ValueError: augment_copies > 0 without a
       "train" split, or augment_copies / augment_rate out of range.
   """
   augment.check_settings(augment_copies, augment_rate)
@@ -122,7 +123,8 @@ def prepare(ptb_dir, output_dir, splits=None, leaves="word", *, augment_copies=0
   all_symbols = {}
   for name, file_ids in by_split.items():
     if not file_ids:
-      raise ValueError(f"split {name!r} has no file in {ptb_dir}")
+      raise errors.UsageError(f"`splits`: split {name!r} has no file in {ptb_dir}; give "
+                              "each split a range of the files there")
     cleaned = [trees_lib.clean(t)
                for t in treebank.read_treebank(ptb_dir, file_ids)]
     pairs = [trees_lib.linearize(tree, leaves) for tree in cleaned]
