@@ -200,8 +200,8 @@ _HISTORY_RE = re.compile("sit" + r"tings?|\bissue [0-9]|the " + r"issue\b", re.I
 
 
 def test_no_account_of_how_the_work_went():
-  """No history wording (work periods, issue numbers) in the repository's docs, examples, tests, configs, code and
-  benchmarks: they say what holds now, and git keeps the history."""
+  """No history wording (work periods, issue numbers) in the repository's docs, examples,
+  tests, configs, code and benchmarks: they say what holds now, and git keeps the history."""
   found = []
   for folder in ("docs", "examples", "tests", "configs", "t2t_repro", "benchmarks"):
     for root, _, files in os.walk(os.path.join(_REPO, folder)):
