@@ -223,7 +223,7 @@ def _run_child(mode, args):
     config = dict(num_layers=hp.num_layers, d_model=hp.d_model, d_ff=hp.d_ff,
                   num_heads=hp.num_heads, vocab_size=hp.vocab_size)
     decode = peer_models.model_garden_decoder(config, beam_size=beam, alpha=hp.alpha,
-                                              extra_decode_length=extra, eos_id=never_eos)
+                                              decode_extra_length=extra, eos_id=never_eos)
   else:
     decode = lambda x: bs.beam_search(model, x, beam_size=beam, alpha=hp.alpha, n_best=1,
                                       decode_extra_length=extra,

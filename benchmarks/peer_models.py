@@ -38,7 +38,7 @@ The harness that times them is ``benchmarks/peers.py``.
 
 import math
 
-# The issue's setting: `small`-like model, 170 sentences x 24 tokens per side.
+# The benchmark setting: a `small`-like model, 170 sentences x 24 tokens per side.
 SMALL_CONFIG = {
     "num_layers": 3,
     "d_model": 256,
@@ -127,7 +127,7 @@ def model_garden_loss(logits, labels, smoothing, vocab_size):
 
 
 def model_garden_model(config=None, norm_first=False, dropout=None, beam_size=4,
-                       alpha=0.6, extra_decode_length=50, eos_id=EOS_ID):
+                       alpha=0.6, decode_extra_length=50, eos_id=EOS_ID):
   """Model Garden's ``Seq2SeqTransformer`` with the config's sizes.
 
   ``TransformerEncoder`` / ``TransformerDecoder`` with ReLU, no biases
@@ -143,9 +143,9 @@ def model_garden_model(config=None, norm_first=False, dropout=None, beam_size=4,
       (0.0 to decode).
     beam_size, alpha: beam width and GNMT length-penalty exponent of its beam
       search (called with no targets).
-    extra_decode_length: output steps of the beam search = source length + this.
+    decode_extra_length: output steps of the beam search = source length + this.
     eos_id: end id; an id outside [0, vocab_size) makes every beam run the full
-      source length + extra_decode_length steps (equal work for a comparison).
+      source length + decode_extra_length steps (equal work for a comparison).
 
   Returns:
     An unbuilt ``official.nlp.modeling.models.Seq2SeqTransformer``: called on
@@ -170,7 +170,7 @@ def model_garden_model(config=None, norm_first=False, dropout=None, beam_size=4,
       use_bias=False, norm_first=norm_first, norm_epsilon=1e-6)
   return models.Seq2SeqTransformer(
       vocab_size=cfg["vocab_size"], embedding_width=cfg["d_model"],
-      dropout_rate=rates[0], extra_decode_length=extra_decode_length,
+      dropout_rate=rates[0], extra_decode_length=decode_extra_length,  # Model Garden's keyword
       beam_size=beam_size, alpha=alpha,
       encoder_layer=models.TransformerEncoder(**block),
       decoder_layer=models.TransformerDecoder(**block), eos_id=eos_id)
@@ -233,7 +233,7 @@ def model_garden_step_fn(config=None, batch=None, batches=None):
   return step
 
 
-def model_garden_decoder(config=None, beam_size=4, alpha=0.6, extra_decode_length=50,
+def model_garden_decoder(config=None, beam_size=4, alpha=0.6, decode_extra_length=50,
                          eos_id=EOS_ID):
   """Model Garden's beam search (``Seq2SeqTransformer`` with no targets) as a callable.
 
@@ -246,9 +246,9 @@ def model_garden_decoder(config=None, beam_size=4, alpha=0.6, extra_decode_lengt
   Args:
     config: config dict (see module docstring); dropout is irrelevant here.
     beam_size, alpha: beam width and GNMT length-penalty exponent.
-    extra_decode_length: output steps = source length + this.
+    decode_extra_length: output steps = source length + this.
     eos_id: end id; an id outside [0, vocab_size) makes every beam run the full
-      source length + extra_decode_length steps (equal work for a comparison).
+      source length + decode_extra_length steps (equal work for a comparison).
 
   Returns:
     A callable int32 numpy [batch, source_length] -> int32 numpy
@@ -257,7 +257,7 @@ def model_garden_decoder(config=None, beam_size=4, alpha=0.6, extra_decode_lengt
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
   model = model_garden_model(config, dropout=0.0, beam_size=beam_size, alpha=alpha,
-                             extra_decode_length=extra_decode_length, eos_id=eos_id)
+                             decode_extra_length=decode_extra_length, eos_id=eos_id)
 
   @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)])
   def search(inputs):

@@ -145,7 +145,7 @@ def _peer_model(hp, decode=False):
             "num_heads": hp.num_heads, "vocab_size": hp.vocab_size}
   return peer_models.model_garden_model(config, norm_first=True, dropout=0.0 if decode else 0.1,
                                         beam_size=4, alpha=0.6,
-                                        extra_decode_length=hp.decode_extra_length)
+                                        decode_extra_length=hp.decode_extra_length)
 
 
 def peer_train(args):

@@ -1,4 +1,4 @@
-"""Issue 15, checkpoints: interrupted writes are cleaned on start, a full disk gives
+"""Checkpoints: interrupted writes are cleaned on start, a full disk gives
 one clear message, and the earlier checkpoints stay intact; a resume that changes the
 update settings goes ahead only with --allow_update_change, and says so."""
 

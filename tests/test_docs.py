@@ -180,9 +180,49 @@ def test_readme_is_the_newcomers_path():
   assert "pip install" not in _read(".ci/run").split(tests)[1]  # installed once, before
 
 
-@pytest.mark.parametrize("name", ["README.md", "docs/USAGE.md"])
+@pytest.mark.parametrize("name", ["README.md", "docs/USAGE.md", "docs/TABLE3.md"])
 def test_links_resolve(name):
   for target in re.findall(r"\]\(([^)#]+)\)", _read(name)):
     if not re.match(r"\w+://", target):
       path = os.path.join(_REPO, os.path.dirname(name), target)
       assert os.path.exists(path), f"{name} links {target}, which does not exist"
+
+
+@pytest.mark.parametrize("name, limit", [("docs/RESULTS.md", 300), ("docs/BENCHMARKS.md", 350),
+                                         ("docs/TABLE3.md", 300)])
+def test_results_docs_stay_within_their_line_limits(name, limit):
+  """The results docs say what holds now, each result a table with its command: bounded."""
+  assert len(_read(name).splitlines()) <= limit, f"{name} is over {limit} lines"
+
+
+# Built from parts so that this file does not match itself.
+_HISTORY_RE = re.compile("sit" + r"tings?|\bissue [0-9]|the " + r"issue\b", re.IGNORECASE)
+
+
+def test_no_account_of_how_the_work_went():
+  """No history wording (work periods, issue numbers) in the repository's docs, examples,
+  tests, configs, code and benchmarks: they say what holds now, and git keeps the history."""
+  found = []
+  for folder in ("docs", "examples", "tests", "configs", "t2t_repro", "benchmarks"):
+    for root, _, files in os.walk(os.path.join(_REPO, folder)):
+      for file_name in files:
+        path = os.path.join(root, file_name)
+        try:
+          with open(path, encoding="utf-8") as f:
+            text = f.read()
+        except UnicodeDecodeError:  # images
+          continue
+        found += [f"{os.path.relpath(path, _REPO)}:{text.count(chr(10), 0, m.start()) + 1}: "
+                  f"{m.group(0)}" for m in _HISTORY_RE.finditer(text)]
+  assert not found, found
+
+
+@pytest.mark.parametrize("name", ["wmt14_ende", "table3", "parsing"])
+def test_every_example_has_numbered_commands_and_an_expected_result_table(name):
+  text = _read(f"examples/{name}/README.md")
+  assert re.search(r"^1\. ", text, re.M) and re.search(r"^2\. ", text, re.M)
+  assert re.search(r"^\s+python (-m t2t_repro\.\w+|examples/)", text, re.M)
+  expected = text.split("## Expected result", 1)[1]
+  assert re.search(r"^\|.*\|$", expected, re.M), f"examples/{name}: no result table"
+  for target in re.findall(r"\]\(([^)#]+)\)", text):
+    assert os.path.exists(os.path.join(_REPO, "examples", name, target)), target

@@ -156,7 +156,7 @@ def test_small_data_recipes():
                              beam_size=4) == hour
   parser = get_hparams("parsing_small")
   assert (parser.lr_schedule, parser.peak_learning_rate) == ("inverse_sqrt", 0.004)
-  # relative positions chosen on dev (docs/RESULTS.md, run 10 against run 9)
+  # relative positions chosen on dev (docs/RESULTS.md)
   assert (parser.position_encoding, parser.max_relative_position) == ("relative", 16)
 
 

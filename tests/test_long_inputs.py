@@ -1,4 +1,4 @@
-"""Issue 15, memory: no input line can make decoding or dev evaluation unbounded.
+"""Memory: no input line can make decoding or dev evaluation unbounded.
 
 A 100,000-character line used to reach beam search (and the dev loss) at its full
 length: attention over ~60k tokens took the process past 5 GB. Now the source is

@@ -1,4 +1,4 @@
-"""benchmarks/multi30k_levers.py: the levers' settings, skipping finished levers, the table."""
+"""examples/multi30k/multi30k_levers.py: the levers' settings, skipping finished levers, the table."""
 
 import os
 import sys
@@ -6,7 +6,7 @@ import sys
 import pytest
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(_REPO, "benchmarks"))
+sys.path[:0] = [os.path.join(_REPO, "examples", "multi30k"), os.path.join(_REPO, "examples")]
 
 import multi30k_levers  # noqa: E402  pylint: disable=wrong-import-position
 
@@ -23,12 +23,15 @@ def test_a_levers_override_and_its_budget_fraction(tmp_path):
   assert multi30k_levers.overrides("cooldown", args) == "cooldown_steps=900"
   assert multi30k_levers.overrides("reference", args) == ""
   assert multi30k_levers.overrides("wsd", args) == "lr_schedule=constant,cooldown_steps=900"
-  _, train, validate = multi30k_levers.commands("relative", args)
+  _, train, scoring = multi30k_levers.commands("relative", args)
   assert "--hparams_override=position_encoding=relative,max_relative_position=16" in train
   assert "--train_steps=3000" in train and "--ema_decay=0.999" in train
   run_dir = tmp_path / "w" / "relative"
-  assert [v[3] for v in validate] == [f"--model_dir={run_dir}", f"--model_dir={run_dir / 'averaged'}",
-                                      f"--model_dir={run_dir / 'ema'}"]
+  dirs = [f"--model_dir={run_dir}", f"--model_dir={run_dir / 'averaged'}",
+          f"--model_dir={run_dir / 'ema'}"]
+  assert [validate[3] for validate, _ in scoring] == dirs
+  assert [translate[3] for _, translate in scoring] == dirs
+  assert all(t[-2:] == ["--beam_size=4", "--alpha=1.0"] for _, t in scoring)  # the recipe's
   with pytest.raises(multi30k_levers.UsageError, match="unknown lever 'nope'"):
     multi30k_levers.parse_args(_args(tmp_path, "--levers=reference,nope"))
 

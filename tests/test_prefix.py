@@ -76,7 +76,7 @@ LONG_PREFIX = "Ein Hund läuft schnell über die grüne Wiese im Park neben dem 
 
 def test_a_prefix_longer_than_the_output_limit_is_kept_whole_with_a_warning(loaded, caplog):
   """The limit of a line becomes max(source, prefix length) + decode_extra_length: the
-  whole prefix, then up to decode_extra_length pieces (the issue's example was cut to
+  whole prefix, then up to decode_extra_length pieces (an example that was cut to
   "Ein Hund läuft schnell über die grüne")."""
   model, _, tokenizer = loaded
   config = DecodeConfig(beam_size=2, decode_extra_length=5)

@@ -117,9 +117,9 @@ def _translate(model_dir, args, stdin):
 
 def test_same_samples_whatever_batch_tokens_from_a_file_and_from_stdin(trained_run, loaded,
                                                                        multi30k_slice, tmp_path):
-  """The issue's reproduction (two equal lines, --batch_tokens=1: two different outputs),
-  then a mixed input: the same samples with --batch_tokens 64, 1024 and 4096 and from a
-  pipe, read in batches of 3 lines as they arrive."""
+  """Two equal lines decoded one per batch get equal samples; a mixed input gets the same
+  samples with decoding budgets of 64, 1024 and 4096 tokens and from a pipe, read in batches
+  of 3 lines as they arrive."""
   (tmp_path / "two.en").write_text("A dog.\nA dog.\n", encoding="utf-8")
   proc = _translate(trained_run.model_dir, [f"--input_file={tmp_path / 'two.en'}",
                                             "--batch_tokens=1"], None)

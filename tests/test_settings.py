@@ -117,7 +117,7 @@ def test_a_marked_setting_is_the_flag_on_the_command_line_and_plain_in_the_libra
       2, "train: error: --best_metric=bleu needs the dev BLEU: set --dev_bleu_lines > 0\n")
 
 
-# Suggestions (issue 53): the closest names, as absl does for a misspelt flag.
+# Suggestions: the closest names, as absl does for a misspelt flag.
 def test_an_unknown_set_problem_or_hparam_suggests_the_closest_names():
   with pytest.raises(ValueError, match=r"unknown hparam set 'tinyy'; did you mean 'tiny'\?$"):
     get_hparams("tinyy")
@@ -140,7 +140,7 @@ def test_the_train_command_suggests_a_set_in_one_line():
       2, "train: error: --hparams: unknown hparam set 'tinyy'; did you mean 'tiny'?\n")
 
 
-# Issue 54's small defects.
+# Small defects.
 def test_num_cpu_replicas_mirrors_under_auto_and_is_refused_with_one_device():
   assert TrainConfig(num_cpu_replicas=2).strategy == "mirrored"
   assert TrainConfig(num_cpu_replicas=1).strategy == "auto"

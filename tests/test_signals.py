@@ -1,4 +1,4 @@
-"""Issue 15, Ctrl-C at any moment: every phase of a training run can be interrupted.
+"""Ctrl-C at any moment: every phase of a training run can be interrupted.
 
 Setup (checks, vocabulary learning, model building) and dev evaluation end at once
 on SIGINT/SIGTERM, even inside a long native call, and leave the model dir absent

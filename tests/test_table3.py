@@ -1,4 +1,4 @@
-"""benchmarks/table3.py: the rows' settings, resuming a table, its report and its errors."""
+"""examples/table3/table3.py: the rows' settings, resuming a table, its report and its errors."""
 
 import json
 import os
@@ -8,7 +8,7 @@ import sys
 import pytest
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(_REPO, "benchmarks"))
+sys.path[:0] = [os.path.join(_REPO, "examples", "table3"), os.path.join(_REPO, "examples")]
 
 import table3  # noqa: E402  pylint: disable=wrong-import-position
 import table3_report  # noqa: E402  pylint: disable=wrong-import-position
@@ -79,7 +79,7 @@ def _fake_result(name, seed, shared, ppl, bleu):
           "hparams": table3.scaled_hparams(row, shared["factor"]),
           "train_steps": 10 * row.steps_factor,
           "params": 1000, "dev_ppl": ppl, "dev_bleu": bleu, "train_wall_s": 60, "train_cpu_s": 100,
-          "load_avg": [1.0, 1.0],
+          "load_avg": [1.0, 1.0], "dev_curve": [],
           "paper_ppl": row.paper_ppl, "paper_bleu": row.paper_bleu, "paper_params": row.paper_params,
           "vocab_sha256": "v"}
 
@@ -109,7 +109,7 @@ def test_finished_rows_are_skipped_on_rerun(tmp_path, monkeypatch):
   table3.main(argv)  # everything done now: nothing runs
   assert ran == [("B_dk32", 1234)]
   doc = (tmp_path / "T.md").read_text()
-  assert doc.count(table3_report.marker("rows:p1")[0]) == 1
+  assert doc.count(table3_report.marker("rows:p3")[0]) == 1  # the default protocol's
   assert "| B_dk32 |" in doc and "| base |" in doc
   assert (tmp_path / "t.png").stat().st_size > 1000
 
@@ -142,7 +142,7 @@ def test_report_gives_differences_in_units_of_the_base_seed_spread():
 
 
 def test_the_papers_no_change_rows_agree_within_two_base_seed_sd():
-  """Item 3 of the rule: A_h16 (paper PPL -0.01, BLEU 0), E_learned (0, -0.1) and D_ls0.2's
+  """The paper's "no change": A_h16 (paper PPL -0.01, BLEU 0), E_learned (0, -0.1) and D_ls0.2's
   BLEU (-0.1) are the paper's "no change"; our row agrees when within 2 base-seed sd."""
   assert [table3_report.paper_direction(v, b, k) for v, b, k in (
       (4.91, 4.92, "dev_ppl"), (25.8, 25.8, "dev_bleu"), (4.92, 4.92, "dev_ppl"),
@@ -193,9 +193,10 @@ def test_a_trained_base_is_flat_before_its_cooldown_and_reaches_25_bleu():
   assert table3_report.acceptance({**flat, "dev_curve": [[7200, 2.2], [8000, 2.19]]}) == (None, False)
 
 
-def test_the_sweep_table_times_a_resumed_run_as_its_last_sitting():
+def test_the_sweep_table_times_a_resumed_run_by_its_last_command():
   args = table3.parse_args(["--protocol=sweep", "--report_only", "--train_steps=8000",
-                            "--cooldown_steps=2000", "--warmup_steps=4000"])
+                            "--cooldown_steps=2000", "--warmup_steps=4000",
+                            "--learning_rate=1.0"])
   run = {**_fake_result("base", 1234, table3.settings(args), 7.3, 32.75), "protocol": "sweep",
          "train_steps": 8000, "dev_curve": [[5000, 2.5], [6000, 2.23]], "train_wall_s": 3000}
   fresh, resumed = table3_report.sweep_table([run, {**run, "train_first_step": 3500}]).split("\n")[2:]
@@ -205,8 +206,7 @@ def test_the_sweep_table_times_a_resumed_run_as_its_last_sitting():
 
 def test_a_run_stopped_before_its_last_update_is_not_scored(tmp_path):
   """A trainer stopped by SIGTERM saves a checkpoint and exits 0: runlib.train refuses to
-  treat that as a finished run (it happened to a sweep run, which was then scored at update
-  2,120 of 8,000)."""
+  treat that as a finished run (it would be scored at update 2,120 of 8,000)."""
   import runlib  # pylint: disable=import-outside-toplevel
   model_dir = tmp_path / "m"
   model_dir.mkdir()
@@ -217,19 +217,19 @@ def test_a_run_stopped_before_its_last_update_is_not_scored(tmp_path):
   with pytest.raises(RuntimeError, match="stopped at update 2120 of 8000"):
     runlib.train(done, str(tmp_path / "log"), str(model_dir), 8000)
   wall, cpu, first_step = runlib.train(done, str(tmp_path / "log"), str(model_dir), 2120)
-  assert wall >= 0 and cpu >= 0 and first_step == 2120  # the sitting resumed at 2,120
+  assert wall >= 0 and cpu >= 0 and first_step == 2120  # this command resumed at 2,120
   assert runlib.train(done, str(tmp_path / "log"), str(tmp_path / "fresh"), 0)[2] == 0
 
 
-def test_training_time_averages_only_the_runs_trained_in_one_sitting():
-  """A resumed run's times are its last sitting's: averaging them with whole runs would
-  understate the time of a run (p2's base seed 1235 was timed over its last 1,500 updates)."""
+def test_training_time_averages_only_the_runs_timed_whole():
+  """A resumed run's times are those of its last command: averaging them with whole runs would
+  understate the time of a run (one timed over its last 1,500 updates)."""
   import runlib  # pylint: disable=import-outside-toplevel
   whole = {"train_wall_s": 6000, "train_cpu_s": 5400, "train_steps": 20000}
   resumed = {**whole, "train_wall_s": 400, "train_cpu_s": 390, "train_first_step": 18500}
   assert runlib.train_time_cell([whole]) == "100.0 / 90.0"
   assert runlib.train_time_cell([whole, resumed, {**whole, "train_wall_s": 7200}]) == \
-      "110.0 / 90.0 (2 of 3 runs trained in one sitting)"
+      "110.0 / 90.0 (2 of 3 runs timed whole)"
   assert runlib.train_time_cell([resumed]) == "6.7 / 6.5 (updates 18,500-20,000)"
 
 
@@ -263,7 +263,8 @@ def test_cpu_name_reads_model_family_and_the_widest_isa(tmp_path):
 def test_bad_arguments_are_one_line_errors(tmp_path):
   for args, message in ((["--rows=Q"], "unknown row or group"), (["--factor=0"], "--factor"),
                         ([f"--data_dir={tmp_path}"], "no multi30k folder")):
-    proc = subprocess.run([sys.executable, os.path.join(_REPO, "benchmarks", "table3.py"), *args],
+    proc = subprocess.run([sys.executable, os.path.join(_REPO, "examples", "table3", "table3.py"),
+                           *args],
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("table3: error: ") and message in proc.stderr
@@ -298,7 +299,7 @@ def test_a_protocol_is_its_accepted_sweep_schedule_and_the_sweep_run_is_one_of_i
 
 
 def test_runs_at_another_factor_have_their_own_dirs_and_a_table_beside_the_protocols(tmp_path):
-  """Item 5 of docs/TABLE3.md: p3's rows again at factor 4 (d_k 16 for base). They must not
+  """p3's rows again at factor 4 (d_k 16 for base, docs/TABLE3.md). They must not
   resume factor 8's model dirs, nor enter factor 8's table; the report writes them beside it."""
   f8 = table3.parse_args(["--protocol=p3", "--report_only", f"--results={tmp_path / 'r.jsonl'}",
                           f"--doc={tmp_path / 'T.md'}"])
@@ -307,7 +308,7 @@ def test_runs_at_another_factor_have_their_own_dirs_and_a_table_beside_the_proto
   base = table3.ROW_BY_NAME["base"]
   assert table3.commands(base, 1234, f8)[0].endswith("base_s1234_lr0.7_w4000_cd5000_n20000")
   assert table3.commands(base, 1234, f4)[0].endswith("base_s1234_lr0.7_w4000_cd5000_n20000_f4")
-  p1 = table3.parse_args(["--report_only", "--factor=4"])
+  p1 = table3.parse_args(["--protocol=p1", "--report_only", "--factor=4"])
   assert table3.commands(base, 1234, p1)[0].endswith("base_s1234_f4")
   runs = [(f8, "base", 1234, 6.0, 36.0), (f8, "base", 1235, 6.2, 35.0),
           (f8, "A_h1", 1234, 5.6, 37.0), (f8, "A_h16", 1234, 6.4, 34.0),
@@ -336,3 +337,24 @@ def test_runs_at_another_factor_have_their_own_dirs_and_a_table_beside_the_proto
   assert lines["base"][2:6] == ["8 / 16", "reference", "reference", "5.00 / 38.00"]
   # p3's acceptance rule at factor 4: -0.010 nats over updates 14,000-15,000, BLEU 38 >= 25.
   assert lines["base"][6] == "reference; a trained base: yes (-0.010 nats)"
+
+
+def test_the_committed_doc_is_the_report_of_the_committed_results(tmp_path):
+  """docs/TABLE3.md is what `--report_only` writes from examples/table3/results.jsonl (at most
+  300 lines: p3, its findings, the sweep, one line per protocol), so a result added without
+  rewriting the doc, or a doc edited between the markers, fails here."""
+  doc = os.path.join(_REPO, "docs", "TABLE3.md")
+  results = os.path.join(_REPO, "examples", "table3", "results.jsonl")
+  with open(doc, encoding="utf-8") as f:
+    committed = f.read()
+  assert len(committed.splitlines()) <= 300
+  (tmp_path / "TABLE3.md").write_text(committed, encoding="utf-8")
+  table3.main(["--report_only", f"--results={results}", f"--doc={tmp_path / 'TABLE3.md'}"])
+  assert (tmp_path / "TABLE3.md").read_text(encoding="utf-8") == committed
+  # A result missing from the file (or one not yet written into the doc) changes the doc.
+  with open(results, encoding="utf-8") as f:
+    lines = [line for line in f if '"row": "big"' not in line]
+  (tmp_path / "fewer.jsonl").write_text("".join(lines), encoding="utf-8")
+  table3.main(["--report_only", f"--results={tmp_path / 'fewer.jsonl'}",
+               f"--doc={tmp_path / 'TABLE3.md'}"])
+  assert (tmp_path / "TABLE3.md").read_text(encoding="utf-8") != committed

@@ -1,9 +1,9 @@
 """Constrained beam search for parsing: every output is a tree over exactly the source words.
 
 A sequence-to-sequence parser may write trees with too few or too many leaves,
-unbalanced brackets or a closing label that does not match its phrase (session
-notes in docs/RESULTS.md: an unconstrained model wrote 10.9 leaves for 24.3
-words on average). `TreeConstraint` plugs into
+unbalanced brackets or a closing label that does not match its phrase
+(docs/PARSING.md: an unconstrained model wrote 10.9 leaves for 24.3 words on
+average). `TreeConstraint` plugs into
 `t2t_repro.decoding.beam_search.search(constraint=...)` and allows, at every
 step, only the tokens that keep the output the prefix of a well-formed
 linearization (`t2t_repro.parsing.trees.linearize`) over the source words:

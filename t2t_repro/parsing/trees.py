@@ -29,8 +29,8 @@ whitespace.
 
 Why the words as leaves (tools/parse.py's default): a decoder writing ``XX``
 must count the leaves it wrote to know which source word comes next, and
-attention learns counting slowly; the session-1 model wrote 10.9 ``XX`` for
-24.3 words after 19 passes over the data (docs/RESULTS.md). Writing the word
+attention learns counting slowly; an unconstrained model wrote 10.9 ``XX`` for
+24.3 words after 19 passes over the data (docs/PARSING.md). Writing the word
 makes that alignment a copy the loss trains directly, and the next word is
 found by content. The leaves are still fixed by the input (constrained
 decoding, ``t2t_repro.parsing.constraint``, copies them), never chosen.

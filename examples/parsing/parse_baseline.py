@@ -1,12 +1,12 @@
 r"""Right-branching baseline F1 on the PTB sample's parsing split, for context next to the
-parser's F1 (docs/RESULTS.md).
+parser's F1 (examples/parsing/README.md).
 
 Reads the gold trees of each split (`treebank.split_file_ids`: train wsj_0001-0159, dev
 0160-0179, test 0180-0199), cleans them as the parser's data is cleaned (`trees.clean`),
 builds `trees.right_branching` over each sentence's words and gold POS tags, and scores with
 the project's EVALB under COLLINS.prm, labeled (every bracket labelled S) and unlabeled.
 
-  python benchmarks/parse_baseline.py --ptb_dir=../shared/data/ptb_sample/combined
+  python examples/parsing/parse_baseline.py --ptb_dir=../shared/data/ptb_sample/combined
 """
 
 import argparse

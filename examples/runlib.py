@@ -1,6 +1,6 @@
-"""What the resumable experiment scripts (`table3.py`, `multi30k_levers.py`) share: running one
-command with its log, showing it as a reader types it, and the JSON-lines results file that a
-rerun reads to skip the finished runs."""
+"""What the resumable study scripts (`table3/table3.py`, `multi30k/multi30k_levers.py`,
+`parsing/parse_levers.py`) share: running one command with its log, showing it as a reader types
+it, and the JSON-lines results file that a rerun reads to skip the finished runs."""
 
 import argparse
 import json
@@ -37,10 +37,11 @@ def run(argv, log_path):
 def train(argv, log_path, model_dir, train_steps):
   """`run` of a training command that must end at update `train_steps`: a trainer stopped by
   SIGINT or SIGTERM saves a checkpoint and exits 0 before the end, and such a run must be
-  resumed, not scored. A model_dir with checkpoints resumes, so the times are this sitting's.
+  resumed, not scored. A model_dir with checkpoints resumes, so the times are those of the
+  updates this command trained.
 
   Returns:
-    (wall seconds, CPU seconds, first update of this sitting: 0 for a run trained whole).
+    (wall seconds, CPU seconds, the update this command started from: 0 for a run trained whole).
   Raises:
     RuntimeError: a non-zero exit, or the latest checkpoint is not at `train_steps`.
   """
@@ -80,10 +81,11 @@ def cpu_name(cpuinfo="/proc/cpuinfo"):
 
 def train_time_cell(runs):
   """'wall / CPU min' of training, the mean over `runs` (result dicts with train_wall_s,
-  train_cpu_s, train_steps, train_first_step and, where recorded, cpu) trained whole in one
-  sitting on the CPU of the last of them; a resumed run's times are its last sitting's, so
-  with none trained whole the cell is the last run's sitting, marked '(updates N-M)', and with
-  some it says how many of the runs it averages. A recorded CPU is named after the times."""
+  train_cpu_s, train_steps, train_first_step and, where recorded, cpu) trained whole by one
+  command on the CPU of the last of them; a resumed run is timed over the updates of its last
+  command only, so with none trained whole the cell is those of the last run, marked
+  '(updates N-M)', and with some it says how many of the runs it averages. A recorded CPU is
+  named after the times."""
   cpu_of_last = runs[-1].get("cpu")
   same_cpu = [r for r in runs if r.get("cpu") == cpu_of_last]
   whole = [r for r in same_cpu if not r.get("train_first_step")]
@@ -93,7 +95,7 @@ def train_time_cell(runs):
   if not whole:
     note = f" (updates {timed[0]['train_first_step']:,}-{timed[0]['train_steps']:,})"
   elif len(whole) < len(same_cpu):
-    note = f" ({len(whole)} of {len(same_cpu)} runs trained in one sitting)"
+    note = f" ({len(whole)} of {len(same_cpu)} runs timed whole)"
   else:
     note = ""
   if len(same_cpu) < len(runs):
@@ -186,7 +188,8 @@ def lever_parser(doc, levers, train_steps, seed, work_dir, results):
                       choices=["none", "mixed_bfloat16"])
   parser.add_argument("--work_dir", default=work_dir)
   parser.add_argument("--results", default=results)
-  parser.add_argument("--doc", default=os.path.join("docs", "RESULTS.md"))
+  parser.add_argument("--doc", default=os.path.join("docs", "RESULTS.md"),
+                      help="The doc whose table (between its markers) is rewritten.")
   parser.add_argument("--report_only", action="store_true")
   return parser
 

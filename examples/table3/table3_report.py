@@ -1,11 +1,13 @@
-"""The Table 3 report of `benchmarks/table3.py`, rewritten from the results file between
-markers of docs/TABLE3.md, and a PNG of dev BLEU and PPL per row beside the paper's:
+"""The Table 3 report of `examples/table3/table3.py`, rewritten from the results file between
+markers of docs/TABLE3.md, and a PNG of dev BLEU and PPL per row beside the paper's. The
+current protocol is the newest one with a base run:
 
-- `findings`: the paper's six findings, each answered by every protocol that has run;
+- `findings`: the paper's six findings, each answered by the current protocol;
 - `sweep`: the base-only schedule sweep, with the acceptance rule of a trained base;
-- `rows:<protocol>`: the per-row table of each protocol, in the paper's layout;
-- `factor<F>:<protocol>`: a protocol's extra runs at another width factor F, each row's
-  difference to that factor's base beside its difference at the protocol's own factor.
+- `protocols`: one line per protocol that has run (schedule, trained base seeds, findings);
+- `rows:<protocol>`: the current protocol's per-row table, in the paper's layout;
+- `factor<F>:<protocol>`: its extra runs at another width factor F, each row's difference to
+  that factor's base beside its difference at the protocol's own factor.
 
 Noise: the base row's seeds give the sample standard deviation of dev PPL and dev BLEU; every
 other row's difference to the base mean is also given in units of it. Our direction (row vs
@@ -40,7 +42,7 @@ METRICS = (("dev_ppl", "paper_ppl", "PPL"), ("dev_bleu", "paper_bleu", "BLEU"))
 
 def marker(name):
   """The (begin, end) markers of block `name` in the doc."""
-  return (f"<!-- table3:{name}:begin (written by benchmarks/table3.py) -->",
+  return (f"<!-- table3:{name}:begin (written by examples/table3/table3.py) -->",
           f"<!-- table3:{name}:end -->")
 
 
@@ -181,7 +183,7 @@ def sweep_table(runs):
   """The markdown table of the base schedule runs `runs` (dicts of table3.py)."""
   lines = ["| run | protocol | eq. 3 constant | warmup | cooldown | updates | tokens per update | "
            f"peak rate | dev NLL move over the {ACCEPT_WINDOW:,} updates before the cooldown | "
-           "dev PPL | dev BLEU | a trained base? | train wall / CPU min (of the last sitting) |",
+           "dev PPL | dev BLEU | a trained base? | train wall / CPU min |",
            "|" + "---|" * 13]
   for r in runs:
     s = r["settings"]
@@ -337,30 +339,54 @@ def plot(by_protocol, path):
   plt.close(fig)
 
 
+def protocols_table(by_protocol):
+  """One markdown line per protocol of `by_protocol` (newest first): its schedule, the runs, how
+  many base seeds are a trained base by `acceptance`, the base's mean dev PPL / BLEU and how
+  the paper's findings fare under it."""
+  lines = ["| protocol | updates / warmup / eq. 3 constant / cooldown | runs | trained base seeds | "
+           "base dev PPL / BLEU (mean) | findings: hold / mixed / do not hold / not run |",
+           "|" + "---|" * 6]
+  for name, results in by_protocol.items():
+    s = results[0]["settings"]
+    bases = [r for r in results if r["row"] == "base"]
+    verdicts = [finding_verdict(results, rows)[0] for _, _, rows in FINDINGS]
+    counts = [sum(v.startswith(word) for v in verdicts)
+              for word in ("holds", "mixed", "does not hold", "not run")]
+    lines.append(
+        f"| {name} | {s['train_steps']:,} / {s['warmup_steps']:,} / {s['learning_rate']:g} / "
+        f"{s['cooldown_steps']:,} | {len(results)} | "
+        f"{sum(acceptance(r)[1] for r in bases)} of {len(bases)} | "
+        f"{statistics.fmean(r['dev_ppl'] for r in bases):.2f} / "
+        f"{statistics.fmean(r['dev_bleu'] for r in bases):.2f} | "
+        f"{' / '.join(map(str, counts))} |")
+  return "\n".join(lines)
+
+
 def write(by_protocol, sweep_runs, doc_path, other_factors=None):
   """Rewrites the doc's blocks (each appended when the doc lacks its markers; the doc is
   created when absent) and writes `<doc stem>.png` beside it.
 
   Args:
     by_protocol: {protocol name: its runs (dicts of table3.py)}, newest protocol first; a
-      protocol without a base run is left out.
+      protocol without a base run is left out, and the first with one is the current.
     sweep_runs: the base schedule runs of the `sweep` block, in order.
     doc_path: the markdown doc.
     other_factors: {(protocol name, factor): its runs at that width factor}, each written
-      beside the protocol's runs at its own factor.
+      beside the current protocol's runs at its own factor.
   """
   by_protocol = {name: runs for name, runs in by_protocol.items()
                  if any(r["row"] == "base" for r in runs)}
-  if by_protocol:
-    runlib.replace_block(doc_path, *marker("findings"), findings_table(by_protocol))
   if sweep_runs:
     runlib.replace_block(doc_path, *marker("sweep"), sweep_table(sweep_runs))
-  for name, runs in by_protocol.items():
-    runlib.replace_block(doc_path, *marker(f"rows:{name}"), table(runs))
-  for (name, factor), runs in (other_factors or {}).items():
-    if name in by_protocol and any(r["row"] == "base" for r in runs):
+  if not by_protocol:
+    return
+  name, runs = next(iter(by_protocol.items()))
+  runlib.replace_block(doc_path, *marker("findings"), findings_table({name: runs}))
+  runlib.replace_block(doc_path, *marker("protocols"), protocols_table(by_protocol))
+  runlib.replace_block(doc_path, *marker(f"rows:{name}"), table(runs))
+  for (protocol, factor), other in (other_factors or {}).items():
+    if protocol == name and any(r["row"] == "base" for r in other):
       runlib.replace_block(doc_path, *marker(f"factor{factor}:{name}"),
-                           factor_table(by_protocol[name], runs, factor))
-  if by_protocol:
-    stem = os.path.splitext(os.path.basename(doc_path))[0].lower()
-    plot(by_protocol, os.path.join(os.path.dirname(doc_path), stem + ".png"))
+                           factor_table(runs, other, factor))
+  stem = os.path.splitext(os.path.basename(doc_path))[0].lower()
+  plot({name: runs}, os.path.join(os.path.dirname(doc_path), stem + ".png"))

@@ -1,7 +1,7 @@
 """Levers of the Multi30k recipe measured at one short, fixed update budget, on val only.
 
-    python benchmarks/multi30k_levers.py --levers=all --train_steps=3000
-    python benchmarks/multi30k_levers.py --report_only      # rewrite docs/RESULTS.md's table
+    python examples/multi30k/multi30k_levers.py --levers=all --train_steps=3000
+    python examples/multi30k/multi30k_levers.py --report_only   # rewrite docs/RESULTS.md's table
 
 Each lever is the recipe (--hparams, default `multi30k_cpu_hour`) with one change (an
 hparams override, a training flag, or a model read at the end: the average of the last 5
@@ -10,7 +10,7 @@ target tokens on Multi30k's 29,000 pairs, seed fixed, then is scored on `val` (1
 dev NLL per target piece without label smoothing (`t2t_repro.validate`) and BLEU with beam 4,
 alpha 1.0 (the recipe's decoding), cased sacreBLEU and lowercased Moses-tokenized, for the last
 checkpoint, the average of the last 5 and the EMA weights (decay 0.999). No test set is
-decoded here: the test is scored once per final model (benchmarks/multi30k_e2e.sh).
+decoded here: the test is scored once per final model.
 
 Each finished lever is appended to --results (committed), a rerun skips the levers already
 there with the same settings, and the table between the markers of --doc is rewritten from it.
@@ -21,7 +21,7 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # runlib
 
 import runlib  # pylint: disable=wrong-import-position
 from runlib import UsageError  # pylint: disable=wrong-import-position
@@ -50,7 +50,7 @@ LEVERS = {
 }
 # The models read from each run: the last checkpoint, and the two the trainer writes at the end.
 VARIANTS = ("last", "averaged", "ema")
-BEGIN = "<!-- multi30k_levers:begin (written by benchmarks/multi30k_levers.py) -->"
+BEGIN = "<!-- multi30k_levers:begin (written by examples/multi30k/multi30k_levers.py) -->"
 END = "<!-- multi30k_levers:end -->"
 
 
@@ -71,7 +71,7 @@ def overrides(name, args):
 
 
 def commands(name, args):
-  """(model_dir, train argv, [validate argv per variant]) of one lever."""
+  """(model_dir, train argv, [(validate argv, translate argv) per variant]) of one lever."""
   model_dir = os.path.join(args.work_dir, name)
   train = runlib.python(
       "-m", "t2t_repro.train", f"--hparams={args.hparams}",
@@ -83,10 +83,15 @@ def commands(name, args):
       "--test_bleu_lines=0", "--best_metric=none", f"--seed={args.seed}",
       f"--mixed_precision={args.mixed_precision}", "--log_every_steps=100",
       *LEVERS[name][1])
-  validate = [runlib.python("-m", "t2t_repro.validate", f"--model_dir={_variant_dir(model_dir, v)}",
-                            f"--output_json={os.path.join(model_dir, f'validate_{v}.json')}")
-              for v in VARIANTS]
-  return model_dir, train, validate
+  src = os.path.join(args.data_dir, "multi30k", "val.en")
+  scoring = [(runlib.python("-m", "t2t_repro.validate", f"--model_dir={_variant_dir(model_dir, v)}",
+                            f"--output_json={os.path.join(model_dir, f'validate_{v}.json')}"),
+              runlib.python("-m", "t2t_repro.translate", f"--model_dir={_variant_dir(model_dir, v)}",
+                            f"--input_file={src}",
+                            f"--output_file={os.path.join(model_dir, f'val_{v}.hyp.de')}",
+                            "--beam_size=4", "--alpha=1.0"))
+             for v in VARIANTS]
+  return model_dir, train, scoring
 
 
 def _variant_dir(model_dir, variant):
@@ -95,29 +100,30 @@ def _variant_dir(model_dir, variant):
 
 def run_lever(name, args):
   """Trains and scores one lever; returns its result object."""
-  from multi30k_score import decode_and_score  # pylint: disable=import-outside-toplevel
-  from t2t_repro.decoding.loading import load_models  # pylint: disable=import-outside-toplevel
-  model_dir, train, validate = commands(name, args)
+  from t2t_repro import evaluation  # pylint: disable=import-outside-toplevel
+  model_dir, train, scoring = commands(name, args)
   os.makedirs(args.work_dir, exist_ok=True)
   log = model_dir + ".log"
   load_before = os.getloadavg()[0]
   wall, cpu, first_step = runlib.train(train, log, model_dir, args.train_steps)
   load_after = os.getloadavg()[0]
   scores = {}
-  src, ref = (os.path.join(args.data_dir, "multi30k", f"val.{lang}") for lang in ("en", "de"))
-  for variant, argv in zip(VARIANTS, validate):
-    runlib.run(argv, log)
+  ref = os.path.join(args.data_dir, "multi30k", "val.de")
+  for variant, (validate, translate) in zip(VARIANTS, scoring):
+    runlib.run(validate, log)
+    runlib.run(translate, log)
     with open(os.path.join(model_dir, f"validate_{variant}.json"), encoding="utf-8") as f:
       nll = json.load(f)["nll"]
-    row = decode_and_score(load_models([_variant_dir(model_dir, variant)]), src, ref, 4, 1.0)
-    scores[variant] = {"dev_nll": round(nll, 4), "val_sacrebleu": row["sacrebleu"],
-                       "val_bleu_lc_tok": row["bleu_lc_tok"]}
+    bleu = evaluation.score_files(os.path.join(model_dir, f"val_{variant}.hyp.de"), [ref])
+    scores[variant] = {"dev_nll": round(nll, 4), "val_sacrebleu": round(bleu["sacrebleu"], 2),
+                       "val_bleu_lc_tok": round(bleu["bleu_lc_tok"], 2)}
   return {"lever": name, "what": LEVERS[name][2], "settings": settings(args),
           "hparams_override": overrides(name, args), "scores": scores,
           "train_wall_s": round(wall, 1), "train_cpu_s": round(cpu, 1),
           "train_steps": args.train_steps, "train_first_step": first_step,
           "load_avg": [round(load_before, 2), round(load_after, 2)], "cpu": runlib.cpu_name(),
-          "commands": [runlib.display(train)] + [runlib.display(v) for v in validate],
+          "commands": [runlib.display(train)] + [runlib.display(c) for pair in scoring
+                                                 for c in pair],
           "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
 
 
@@ -138,7 +144,7 @@ def table(results):
 
 def parse_args(argv):
   parser = runlib.lever_parser(__doc__, LEVERS, 3000, 1, os.path.join("runs", "levers"),
-                               os.path.join("docs", "multi30k_levers.jsonl"))
+                               os.path.join("examples", "multi30k", "multi30k_levers.jsonl"))
   parser.add_argument("--hparams", default="multi30k_cpu_hour", help="The recipe varied.")
   parser.add_argument("--data_dir", default=os.path.join("..", "shared", "data"))
   args = parser.parse_args(argv)

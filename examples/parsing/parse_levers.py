@@ -1,31 +1,30 @@
 """Levers of the parsing recipe measured at one fixed update budget, on dev only.
 
-    python benchmarks/parse_levers.py --levers=all --train_steps=2600
-    python benchmarks/parse_levers.py --recipe=run9 --report_only   # rewrite run 9's table
+    python examples/parsing/parse_levers.py --levers=all --train_steps=2600
+    python examples/parsing/parse_levers.py --recipe=sinusoid_layers3_copies9 --report_only
 
 Each lever is a reference recipe with one change: an hparams override or a flag of
-`tools/parse.py --mode=train`, at a quarter of the recipe's budget (about 40 minutes a lever on
-one core). `--recipe` names the reference, and each has its own table: `run14` is
+`python -m t2t_repro.parse --mode=train`, at a quarter of the recipe's budget (about 40 minutes a
+lever on one core). `--recipe` names the reference, and each has its own table: `registered` is
 `parsing_small` as registered (4 layers, relative positions) with 19 SUB2 trees per train tree,
-`run11` the same with 3 layers, `run10` with 3 layers and 9 SUB2 trees, `run9` the recipe before
-that (3 layers, sinusoids, 9 SUB2 trees; the table where relative positions won). All average
-the last 5 checkpoints and train in bfloat16. The cooldown is scaled with the budget (the
-recipe's 2,000 of 10,400 updates: 500 of 2,600). Every run is seed-fixed and scored on the dev
-split (wsj 0160-0179, 273 trees) only: labeled F1 of EVALB under COLLINS.prm, all lengths, with
-alpha chosen among 0, 0.3 and 0.6, and the dev NLL per target piece of the trainer's last dev
-evaluation. The test split is decoded once per final model, not here.
+`layers3` the same with 3 layers, `layers3_copies9` with 3 layers and 9 SUB2 trees, and
+`sinusoid_layers3_copies9` that with sinusoids instead of relative positions (the table where
+relative positions won). All average the last 5 checkpoints and train in bfloat16. The cooldown
+is scaled with the budget (the recipe's 2,000 of 10,400 updates: 500 of 2,600). Every run is
+seed-fixed and scored on the dev split (wsj 0160-0179, 273 trees) only: labeled F1 of EVALB under
+COLLINS.prm, all lengths, with alpha chosen among 0, 0.3 and 0.6, and the dev NLL per target piece
+of the trainer's last dev evaluation. The test split is decoded once per final model, not here.
 
 Each finished lever is appended to --results (committed), a rerun skips the levers already
 there with the same settings, and the table between the markers of --doc is rewritten from it.
 """
-
 import json
 import os
 import re
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # runlib
 
 import runlib  # pylint: disable=wrong-import-position
 from runlib import UsageError  # pylint: disable=wrong-import-position
@@ -33,11 +32,10 @@ from runlib import UsageError  # pylint: disable=wrong-import-position
 RECIPE_STEPS, RECIPE_COOLDOWN = 10400, 2000  # parsing_small's budget and cooldown
 # name: (hparams overrides that make `parsing_small` that recipe, its SUB2 trees per train tree,
 #        the levers it already holds)
-# (`parsing_small` had 3 layers until run 14; the earlier recipes keep them.)
-RECIPES = {"run9": ({"position_encoding": "sinusoid", "num_layers": 3}, 9, []),
-           "run10": ({"num_layers": 3}, 9, ["relative"]),
-           "run11": ({"num_layers": 3}, 19, ["relative", "augment19"]),
-           "run14": ({}, 19, ["relative", "augment19", "layers4"])}
+RECIPES = {"sinusoid_layers3_copies9": ({"position_encoding": "sinusoid", "num_layers": 3}, 9, []),
+           "layers3_copies9": ({"num_layers": 3}, 9, ["relative"]),
+           "layers3": ({"num_layers": 3}, 19, ["relative", "augment19"]),
+           "registered": ({}, 19, ["relative", "augment19", "layers4"])}
 # name: (hparams overrides, extra tools/parse.py flags, what it tests)
 LEVERS = {
     "reference": ({}, [], "the recipe at this budget"),
@@ -49,7 +47,7 @@ LEVERS = {
     "dropout0.3": ({"dropout": 0.3}, [], "more dropout"),
     "ls0": ({"label_smoothing": 0.0}, [], "no label smoothing"),
 }
-MARKERS = ("<!-- parse_levers:{}:begin (written by benchmarks/parse_levers.py) -->",
+MARKERS = ("<!-- parse_levers:{}:begin (written by examples/parsing/parse_levers.py) -->",
            "<!-- parse_levers:{}:end -->")
 ALPHAS = "0,0.3,0.6"
 
@@ -70,14 +68,14 @@ def overrides(name, args):
 
 
 def command(name, args):
-  """(model_dir, argv of tools/parse.py --mode=train) of one lever."""
+  """(model_dir, argv of `python -m t2t_repro.parse --mode=train`) of one lever."""
   model_dir = os.path.join(args.work_dir, args.recipe, name)
   flags = list(LEVERS[name][1])
   if not any(f.startswith("--augment_copies=") for f in flags):
     flags.append(f"--augment_copies={RECIPES[args.recipe][1]}")
-  save_every = max(args.train_steps // 35, 1)  # run 9: every 300 of 10,400
+  save_every = max(args.train_steps // 35, 1)  # the recipe: every 300 of 10,400
   return model_dir, runlib.python(
-      "tools/parse.py", "--mode=train", f"--ptb_dir={args.ptb_dir}", f"--model_dir={model_dir}",
+      "-m", "t2t_repro.parse", "--mode=train", f"--ptb_dir={args.ptb_dir}", f"--model_dir={model_dir}",
       "--hparams=parsing_small", f"--hparams_override={overrides(name, args)}", *flags,
       "--augment_rate=0.1", f"--train_steps={args.train_steps}", "--train_minutes=0",
       f"--seed={args.seed}", f"--alphas={ALPHAS}", "--decode_splits=dev",
@@ -128,12 +126,13 @@ def table(results):
 def parse_args(argv):
   parser = runlib.lever_parser(__doc__, LEVERS, 2600, 1234,
                                os.path.join("runs", "parse_levers"),
-                               os.path.join("docs", "parse_levers.jsonl"))
-  parser.add_argument("--recipe", default="run14", choices=sorted(RECIPES),
-                      help="The reference the levers change: run14 = parsing_small as registered "
-                      "(4 layers) with 19 SUB2 trees per train tree, run11 = with 3 layers, run10 "
-                      "= with 3 layers and 9 trees, run9 = run10 with sinusoids instead of "
-                      "relative positions.")
+                               os.path.join("examples", "parsing", "parse_levers.jsonl"))
+  parser.add_argument("--recipe", default="registered", choices=sorted(RECIPES),
+                      help="The reference the levers change: registered = parsing_small as "
+                      "registered (4 layers) with 19 SUB2 trees per train tree, layers3 = with 3 "
+                      "layers, layers3_copies9 = with 3 layers and 9 trees, "
+                      "sinusoid_layers3_copies9 = that with sinusoids instead of relative "
+                      "positions.")
   parser.add_argument("--ptb_dir",
                       default=os.path.join("..", "shared", "data", "ptb_sample", "combined"))
   args = parser.parse_args(argv)
