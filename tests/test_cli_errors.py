@@ -241,6 +241,20 @@ def test_translate_errors(data, tmp_path, shared_data_dir):
   assert _snapshot(model_dir) == before
 
 
+def test_flag_combinations_are_refused_before_the_model_loads(tmp_path):
+  """Sampling refuses --beam_size before anything is loaded: here the model dir is an
+  empty folder, and the error names the flag, not the folder's missing files."""
+  line = _assert_error(_run("translate", f"--model_dir={tmp_path}", "--sampling_topk=2",
+                            "--beam_size=4", stdin=b"a\n"), 2, "translate", "--beam_size=4")
+  assert "hparams" not in line
+
+
+def test_a_misspelt_problem_gets_the_closest_name(tmp_path):
+  for command, extra in (("stats", []), ("train", [f"--model_dir={tmp_path / 'model'}"])):
+    _assert_error(_run(command, "--problem=translate_ende_multi30", *extra), 2, command,
+                  "did you mean 'translate_ende_multi30k'")
+
+
 def test_evaluate_errors(data, tmp_path):
   hyp = tmp_path / "hyp.txt"
   hyp.write_bytes(b"a b\nc \x00 d\n")

@@ -123,9 +123,18 @@ def _streaming():
           and not stat.S_ISREG(os.fstat(sys.stdin.fileno()).st_mode))
 
 
-def _translator():
+def _decode_flags():
+  """{field: value} of the decoding flags, after the checks that need no model
+  (`DecodeConfig.check_given`: ranges, no --beam_size or --n_best with sampling)."""
+  given = config_flags.values(decode_config.DecodeConfig)
+  decode_config.DecodeConfig.check_given(**{k: v for k, v in given.items() if k in (
+      "beam_size", "n_best", *decode_config.SAMPLING_FIELDS)})
+  return given
+
+
+def _translator(given):
   """The `Translator` of --model_dir / --checkpoint_path (one model or an ensemble) and
-  the decoding flags; a bad setting is a `errors.UsageError`."""
+  the decoding flags `given` (`_decode_flags`); a bad setting is a `errors.UsageError`."""
   # TensorFlow is imported here, after the flags are checked: a usage error takes no import.
   # pylint: disable-next=import-outside-toplevel
   from t2t_repro.decoding import alignment, loading, translator as translator_lib
@@ -133,8 +142,7 @@ def _translator():
       loading.split_names(FLAGS.model_dir), loading.split_names(FLAGS.checkpoint_path),
       inference_dtype=FLAGS.inference_dtype)
   try:
-    config = decode_config.DecodeConfig.resolve(
-        hparams, **config_flags.values(decode_config.DecodeConfig))
+    config = decode_config.DecodeConfig.resolve(hparams, **given)
     translator = translator_lib.Translator(model, tokenizer, config)
     alignment.check_layer(model, FLAGS.alignment_layer)
   except errors.UsageError:
@@ -178,8 +186,9 @@ def main(argv):
     raise errors.UsageError("--evaluate needs --ref")
   if bool(FLAGS.alignments) != bool(FLAGS.alignment_file):
     raise errors.UsageError("--alignments and --alignment_file go together")
+  given = _decode_flags()
   if _streaming():
-    _translate_stream(_translator())
+    _translate_stream(_translator(given))
     return
   refs = [fileio.read_lines(path) for path in FLAGS.ref or []] if FLAGS.evaluate else []
   lines = fileio.read_lines(FLAGS.input_file or "-")
@@ -192,7 +201,7 @@ def main(argv):
     if len(prefixes) != len(lines):
       raise errors.DataError(f"--target_prefix_file={FLAGS.target_prefix_file} has {len(prefixes)} "
                              f"lines, the input has {len(lines)}")
-  translator = _translator()
+  translator = _translator(given)
   started = time.monotonic()
   # Keras's Progbar always redraws with "\r" and colour codes: on a terminal only.
   progress = FLAGS.progress and logs.stderr_is_terminal()

@@ -91,6 +91,24 @@ class DecodeConfig:
     return self.n_samples if self.sampling else self.n_best
 
   @classmethod
+  def check_given(cls, beam_size=None, n_best=None, **sampling):
+    """The checks that need no model: the sampling settings' ranges, and no beam_size or
+    n_best given with sampling. A command calls it before loading the model.
+
+    Returns:
+      A `DecodeConfig` with the given sampling settings (the others at their defaults).
+
+    Raises:
+      errors.UsageError: as `resolve`.
+    """
+    config = cls(**{k: v for k, v in sampling.items() if v is not None})
+    if config.sampling:
+      for name, value in (("beam_size", beam_size), ("n_best", n_best)):
+        if value is not None:
+          raise errors.UsageError(_NOT_WITH_SAMPLING.format(name=name, value=value))
+    return config
+
+  @classmethod
   def resolve(cls, hparams, beam_size=None, alpha=None, decode_extra_length=None,
               batch_tokens=None, n_best=None, max_input_length=None, **sampling):
     """The settings: each given value (not None), else the hparams' (beam_size, alpha,
@@ -101,11 +119,7 @@ class DecodeConfig:
       errors.UsageError: a setting out of range, or a beam_size or n_best given with
         sampling (whose outputs per sentence are n_samples).
     """
-    config = cls(**{k: v for k, v in sampling.items() if v is not None})
-    if config.sampling:
-      for name, value in (("beam_size", beam_size), ("n_best", n_best)):
-        if value is not None:
-          raise errors.UsageError(_NOT_WITH_SAMPLING.format(name=name, value=value))
+    config = cls.check_given(beam_size=beam_size, n_best=n_best, **sampling)
     n_best = n_best or 1
     return dataclasses.replace(
         config, beam_size=max(beam_size or hparams.beam_size, n_best),

@@ -18,6 +18,7 @@ import typing
 
 import keras
 import tensorflow as tf
+from absl import logging
 
 from t2t_repro.data.vocab import Tokenizer
 from t2t_repro import errors
@@ -151,6 +152,8 @@ def load_models(model_dirs, checkpoint_paths=(), inference_dtype="float32"):
       raise EnsembleError(f"an ensemble needs one vocabulary: {model_dir} has vocab_size "
                           f"{sizes[model_dir]}, {model_dirs[0]} {sizes[model_dirs[0]]}")
   paths = [ModelDir(d).resolve_checkpoint(c) for d, c in pairs]
+  for path in paths:
+    logging.info("loading %s", path)
   loaded = [load_for_inference(d, path, inference_dtype) for (d, _), path in zip(pairs, paths)]
   models = [model for model, _, _ in loaded]
   model = models[0] if len(models) == 1 else Ensemble(models)
