@@ -20,6 +20,8 @@ import json
 import os
 from importlib import resources
 
+from absl import logging
+
 from t2t_repro import errors
 from t2t_repro import settings
 from t2t_repro.settings import setting
@@ -118,8 +120,9 @@ class HParams:
       "warmup to peak_learning_rate, then ~ 1/sqrt(step)) or constant (the same warmup, then "
       "peak_learning_rate; with cooldown_steps the warmup-stable-decay schedule); see "
       "training.schedule.", choices=("noam", "inverse_sqrt", "constant"))
-  learning_rate: float = setting(
-      1.0, "Constant multiplier of eq. 3 (1.0 paper, 2.0 t2t); noam only.", above=0)
+  learning_rate_constant: float = setting(
+      1.0, "Constant multiplier of eq. 3 (1.0 paper, 2.0 tensor2tensor, whose name this is); noam "
+      "only.", above=0)
   peak_learning_rate: float = setting(
       0.0, "The rate at the end of warmup; inverse_sqrt and constant only (must be positive "
       "there).",
@@ -137,8 +140,10 @@ class HParams:
   batch_tokens: int = setting(
       3125, "Token budget of one replica's batch [tokens]; a step uses batch_tokens x replicas "
       "x accum_steps.", min_value=1)
-  checkpoint_average: int = setting(5, "How many last checkpoints to average (§6.1).",
-                                    min_value=1)
+  average_last: int = setting(
+      5, "At the end of training, average the last N checkpoints into model_dir/averaged/, and "
+      "the default N of the average command (§6.1: 5 for base, 20 for big; 0: off).",
+      min_value=0)
   beam_size: int = setting(4, "Beam width of decoding (§6.1).", min_value=1)
   alpha: float = setting(0.6, "GNMT length-penalty exponent of decoding (§6.1).", min_value=0)
   decode_extra_length: int = setting(
@@ -179,7 +184,7 @@ class HParams:
   @classmethod
   def from_dict(cls, values, origin="<dict>"):
     """Builds HParams from a plain dict; unknown keys raise HParamsError naming `origin`."""
-    values = dict(values)
+    values = _renamed(values, origin)
     values.pop("parent", None)
     if "max_positions" not in values and values.get("position_encoding") == "learned":
       # hparams.json of a run older than max_positions: its learned table had this size.
@@ -191,6 +196,28 @@ class HParams:
 
 _FIELDS = {f.name: f for f in dataclasses.fields(HParams)}
 _DEFAULTS = {name: f.default for name, f in _FIELDS.items()}
+
+# Names of the previous release, accepted for one more (with a warning line) in hparam sets,
+# --hparams_override and the hparams.json of older model dirs: {old name: new name}.
+RENAMED = {"checkpoint_average": "average_last", "learning_rate": "learning_rate_constant"}
+
+
+_WARNED = set()  # (origin, old name): warned once per process
+
+
+def _renamed(values, origin):
+  """`values` with each old name of `RENAMED` replaced by its new one; one warning line for
+  each old name of each origin."""
+  values = dict(values)
+  for old, new in RENAMED.items():
+    if old in values:
+      if (origin, old) not in _WARNED:
+        _WARNED.add((origin, old))
+        logging.warning("%s: hparam %s is deprecated, read as %s (rename it; the old name goes "
+                        "in the next release)", origin, old, new)
+      value = values.pop(old)
+      values.setdefault(new, value)
+  return values
 
 
 def _check_keys(values, origin):
@@ -245,6 +272,7 @@ def _load_raw(name_or_path, seen=()):
     raise HParamsError(f"{origin}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}") from e
   if not isinstance(values, dict):
     raise HParamsError(f"{origin}: expected a JSON object")
+  values = _renamed(values, origin)
   parent = values.pop("parent", None)
   if parent:
     if parent in seen:
@@ -283,6 +311,7 @@ def parse_overrides(overrides):
     if "=" not in item:
       raise HParamsError(f"`hparams_override`: {item!r} is not of the form key=value")
     key, value = (s.strip() for s in item.split("=", 1))
+    key = next(iter(_renamed({key: None}, "`hparams_override`")))
     _check_keys({key: None}, "`hparams_override`")
     result[key] = _parse_value(key, value)
   return result
@@ -303,7 +332,7 @@ def get_hparams(name_or_path="base", overrides="", **values):
     name_or_path: a name from `list_hparams()` or a path to a .json file.
     overrides: "key=value,..." with values parsed to each field's type (--hparams_override).
     **values: typed field values applied last, as they are (the train command's
-      --train_steps and --batch_tokens; None values are skipped).
+      --train_steps, --batch_tokens and --average_last; None values are skipped).
 
   Returns:
     A validated `HParams`.

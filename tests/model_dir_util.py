@@ -19,7 +19,7 @@ from t2t_repro.model.transformer import Transformer
 
 VOCAB_SIZE = 1000
 HPARAMS = (f"vocab_size={VOCAB_SIZE},num_layers=2,d_model=32,d_ff=64,num_heads=4,dropout=0.0,"
-           "beam_size=3,alpha=0.6,decode_extra_length=4,checkpoint_average=2")
+           "beam_size=3,alpha=0.6,decode_extra_length=4,average_last=2")
 _BUILT = {}
 
 

@@ -30,7 +30,7 @@ def test_average_of_two_is_elementwise_mean(tmp_path, model_dir):
                                                   os.path.join(model_dir, "ckpt-7")]
   assert averaging.checkpoint_step(os.path.join(model_dir, "ckpt-5")) == 5
   output_dir = str(tmp_path / "avg")
-  # The command line: --model_dir, N from hparams.checkpoint_average (2 in this model dir).
+  # The command line: --model_dir, N from hparams.average_last (2 in this model dir).
   result = subprocess.run([sys.executable, _TOOL, f"--model_dir={model_dir}",
                            f"--output_dir={output_dir}"],
                           cwd=_REPO, capture_output=True, text=True, timeout=300, check=False)

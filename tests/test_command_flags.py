@@ -30,7 +30,8 @@ def test_decoding_flag_validators_use_decode_config():
                        ("--alpha=-0.5", "alpha must be >= 0 (early termination assumes it)"),
                        ("--max_input_length=1", "max_input_length must be >= 2 (a token and EOS)"),
                        ("--decode_extra_length=-1", "decode_extra_length must be >= 0"),
-                       ("--batch_tokens=0", "batch_tokens must be >= 1"),
+                       ("--decode_batch_tokens=0", "decode_batch_tokens must be >= 1"),
+                       ("--batch_tokens=0", "decode_batch_tokens must be >= 1"),  # old name
                        ("--n_best=0", "n_best must be >= 1")):
     values = flags.FlagValues()
     _define(values)
@@ -39,6 +40,7 @@ def test_decoding_flag_validators_use_decode_config():
       values(["cmd", bad])
     with pytest.raises(ValueError, match=message.split(" (")[0]):
       name, value = bad[2:].split("=")
+      name = config_flags.DEPRECATED_ALIASES.get(name, name)
       settings.check_value(next(f for f in dataclasses.fields(decode_config.DecodeConfig)
                                 if f.name == name), float(value))
 

@@ -91,7 +91,7 @@ def eos_model(tmp_path_factory, shared_data_dir):
 def test_pinned_nbest_translations_and_scores(eos_model):
   model, tokenizer = eos_model
   nbest = _decode(model, tokenizer, LINES, beam_size=3, alpha=0.6, n_best=3,
-                  decode_extra_length=10, batch_tokens=20)
+                  decode_extra_length=10, decode_batch_tokens=20)
   _assert_nbest(nbest, NBEST)
 
 

@@ -57,7 +57,7 @@ def test_saved_model_equals_translate_cli(tmp_path, model_dir, shared_data_dir):
 
   cli = subprocess.run(
       [sys.executable, "-m", "t2t_repro.translate", f"--model_dir={model_dir}", "--noprogress",
-       "--batch_tokens=30"], input="".join(line + "\n" for line in lines),
+       "--decode_batch_tokens=30"], input="".join(line + "\n" for line in lines),
       cwd=_REPO, capture_output=True, text=True, timeout=300, check=False)
   assert cli.returncode == 0, cli.stderr[-3000:]
   cli_lines = cli.stdout.splitlines()
@@ -90,7 +90,7 @@ def test_serving_sorts_and_chunks_in_input_order(model_dir):
   for row, n in enumerate(lengths):
     inputs[row, :n] = rng.randint(3, hparams.vocab_size, n)
     inputs[row, n] = 1
-  config = DecodeConfig(beam_size=3, alpha=0.6, decode_extra_length=4, batch_tokens=20)
+  config = DecodeConfig(beam_size=3, alpha=0.6, decode_extra_length=4, decode_batch_tokens=20)
   module = saved_model.ServingModule(Translator(model, tokenizer, config))
   out = module.translate_ids(tf.constant(inputs))
   ids, scores = bs.beam_search(model, inputs, beam_size=3, alpha=0.6, n_best=1,
@@ -173,7 +173,7 @@ def test_nbest_prefix_and_score_signatures_equal_translate_and_score(tmp_path, m
   prefixes = ["Ein", "X", "", "Hallo Welt"]
   targets = ["Ein Mann.", "", "Zwei Hunde spielen.", "Hallo."]
   export_dir = str(tmp_path / "1")
-  saved_model.export_model(model_dir, export_dir, beam_size=3, n_best=3, batch_tokens=12)
+  saved_model.export_model(model_dir, export_dir, beam_size=3, n_best=3, decode_batch_tokens=12)
   loaded = tf.saved_model.load(export_dir)
   assert set(loaded.signatures) == set(saved_model.SIGNATURES)
   model, hparams, tokenizer = load_for_inference(model_dir)

@@ -16,15 +16,15 @@ def test_base_is_the_paper():
       (6, 512, 2048, 8, 64, 64)
   assert (hp.dropout, hp.label_smoothing, hp.vocab_size, hp.norm_type) == (0.1, 0.1, 37000, "post")
   assert (hp.adam_beta1, hp.adam_beta2, hp.adam_epsilon) == (0.9, 0.98, 1e-9)
-  assert (hp.learning_rate, hp.warmup_steps, hp.train_steps) == (1.0, 4000, 100000)
-  assert hp.batch_tokens * 8 == 25000 and hp.checkpoint_average == 5
+  assert (hp.learning_rate_constant, hp.warmup_steps, hp.train_steps) == (1.0, 4000, 100000)
+  assert hp.batch_tokens * 8 == 25000 and hp.average_last == 5
   assert (hp.beam_size, hp.alpha, hp.decode_extra_length) == (4, 0.6, 50)
   assert (hp.attention_dropout, hp.relu_dropout) == (0.0, 0.0)
 
 
 def test_big_and_enfr():
   big = get_hparams("big")
-  assert (big.d_model, big.d_ff, big.num_heads, big.dropout, big.train_steps, big.checkpoint_average) == \
+  assert (big.d_model, big.d_ff, big.num_heads, big.dropout, big.train_steps, big.average_last) == \
       (1024, 4096, 16, 0.3, 300000, 20)
   enfr = get_hparams("big_enfr")
   assert (enfr.dropout, enfr.vocab_size, enfr.d_model) == (0.1, 32000, 1024)
@@ -33,9 +33,9 @@ def test_big_and_enfr():
 def test_t2t_base_is_separate_and_differs_only_where_t2t_does():
   paper, t2t = get_hparams("base").to_dict(), get_hparams("t2t_base").to_dict()
   changed = {k for k in paper if paper[k] != t2t[k]} - {"description"}
-  assert changed == {"norm_type", "adam_beta2", "warmup_steps", "learning_rate", "attention_dropout",
+  assert changed == {"norm_type", "adam_beta2", "warmup_steps", "learning_rate_constant", "attention_dropout",
                      "relu_dropout", "vocab_size", "decode_extra_length"}
-  assert (t2t["norm_type"], t2t["adam_beta2"], t2t["warmup_steps"], t2t["learning_rate"]) == \
+  assert (t2t["norm_type"], t2t["adam_beta2"], t2t["warmup_steps"], t2t["learning_rate_constant"]) == \
       ("pre", 0.997, 8000, 2.0)
 
 
@@ -76,10 +76,10 @@ _PINNED_BASE = {
     "num_layers": 6, "d_model": 512, "d_ff": 2048, "num_heads": 8, "d_k": 0, "d_v": 0,
     "dropout": 0.1, "attention_dropout": 0.0, "relu_dropout": 0.0, "label_smoothing": 0.1,
     "vocab_size": 37000, "norm_type": "post", "position_encoding": "sinusoid", "max_length": 256,
-    "max_positions": 512, "learning_rate": 1.0, "warmup_steps": 4000, "adam_beta1": 0.9,
+    "max_positions": 512, "learning_rate_constant": 1.0, "warmup_steps": 4000, "adam_beta1": 0.9,
     "adam_beta2": 0.98, "adam_epsilon": 1e-09, "clip_norm": 0.0, "train_steps": 100000,
     "cooldown_steps": 0,
-    "batch_tokens": 3125, "checkpoint_average": 5, "beam_size": 4, "alpha": 0.6,
+    "batch_tokens": 3125, "average_last": 5, "beam_size": 4, "alpha": 0.6,
     "decode_extra_length": 50}
 _PINNED_CHANGES = {
     "base": {},
@@ -95,26 +95,26 @@ _PINNED_CHANGES = {
     "base_e_learned_pos": {"position_encoding": "learned"},
     "base_enfr": {"vocab_size": 32000},
     "big": {"d_model": 1024, "d_ff": 4096, "num_heads": 16, "dropout": 0.3, "train_steps": 300000,
-            "checkpoint_average": 20},
+            "average_last": 20},
     "big_enfr": {"d_model": 1024, "d_ff": 4096, "num_heads": 16, "vocab_size": 32000,
-                 "train_steps": 300000, "checkpoint_average": 20},
+                 "train_steps": 300000, "average_last": 20},
     "parsing": {"num_layers": 4, "d_model": 1024, "d_ff": 4096, "num_heads": 16, "dropout": 0.3,
                 "vocab_size": 16000, "max_length": 512, "max_positions": 1024, "beam_size": 21,
-                "alpha": 0.3, "decode_extra_length": 300},
+                "alpha": 0.3, "decode_extra_length": 300, "average_last": 0},
     "parsing_small": {"num_layers": 4, "d_model": 256, "d_ff": 1024, "num_heads": 4, "dropout": 0.2,
                       "attention_dropout": 0.1, "relu_dropout": 0.1, "norm_type": "pre",
                       "adam_beta2": 0.997, "vocab_size": 4000, "max_length": 512,
                       "position_encoding": "relative",
                       "max_positions": 1024, "warmup_steps": 800, "train_steps": 10400,
                       "cooldown_steps": 2000, "batch_tokens": 2048, "beam_size": 21, "alpha": 0.3,
-                      "decode_extra_length": 300},
+                      "decode_extra_length": 300, "average_last": 0},
     "small": {"num_layers": 3, "d_model": 256, "d_ff": 1024, "num_heads": 4, "vocab_size": 8000,
               "warmup_steps": 800, "train_steps": 5000, "batch_tokens": 2048},
     "t2t_base": {"attention_dropout": 0.1, "relu_dropout": 0.1, "vocab_size": 32768,
-                 "norm_type": "pre", "learning_rate": 2.0, "warmup_steps": 8000,
+                 "norm_type": "pre", "learning_rate_constant": 2.0, "warmup_steps": 8000,
                  "adam_beta2": 0.997, "decode_extra_length": 100},
     "tiny": {"num_layers": 2, "d_model": 64, "d_ff": 256, "num_heads": 4, "vocab_size": 2000,
-             "warmup_steps": 200, "train_steps": 400, "batch_tokens": 2048},
+             "warmup_steps": 200, "train_steps": 400, "batch_tokens": 2048, "average_last": 0},
 }
 
 
@@ -136,7 +136,7 @@ def test_small_data_recipes():
   assert (tiny.dropout, tiny.label_smoothing, tiny.vocab_size, tiny.lowercase) == (0.3, 0.1, 10000, True)
   assert (tiny.adam_beta1, tiny.adam_beta2) == (0.9, 0.98)
   assert (tiny.lr_schedule, tiny.warmup_steps, tiny.peak_learning_rate) == ("inverse_sqrt", 2000, 0.005)
-  assert (tiny.batch_tokens, tiny.train_steps, tiny.checkpoint_average, tiny.beam_size) == \
+  assert (tiny.batch_tokens, tiny.train_steps, tiny.average_last, tiny.beam_size) == \
       (8192, 8000, 10, 5)
   assert "lowercase" in tiny.description and "Wu et al. 2021" in tiny.description
   hour = get_hparams("multi30k_cpu_hour")

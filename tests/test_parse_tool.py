@@ -133,7 +133,7 @@ def test_decode_mode_on_trained_model_dir(trained):
   proc = subprocess.run(
       [sys.executable, PARSE_TOOL, "--mode=decode", f"--model_dir={model_dir}",
        "--decode_splits=test", "--max_sentences=3", "--beam_size=1",
-       "--decode_extra_length=5", "--batch_tokens=40"],
+       "--decode_extra_length=5", "--decode_batch_tokens=40"],
       capture_output=True, text=True, timeout=300,
       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
   assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]

@@ -1,6 +1,6 @@
 """Sampling draws that depend on (seed, line, sample, step), not on the batch: a trained
 model's samples of many copies of one sentence against its own distribution, and the same
-samples whatever --batch_tokens, from a file or from stdin."""
+samples whatever --decode_batch_tokens, from a file or from stdin."""
 
 import math
 import os
@@ -46,8 +46,8 @@ def _collisions(outputs):
 def fixture_draws(loaded):
   """COPIES copies of SENTENCE in batches of ~7 rows and in one batch, and
   --n_samples=COPIES of it (each: (ids tuples, scores = log P(y|x)))."""
-  return {"across batches": _samples(loaded, [SENTENCE] * COPIES, batch_tokens=64),
-          "one batch": _samples(loaded, [SENTENCE] * COPIES, batch_tokens=COPIES * 64),
+  return {"across batches": _samples(loaded, [SENTENCE] * COPIES, decode_batch_tokens=64),
+          "one batch": _samples(loaded, [SENTENCE] * COPIES, decode_batch_tokens=COPIES * 64),
           "n_samples": _samples(loaded, [SENTENCE], n_samples=COPIES)}
 
 
@@ -122,7 +122,7 @@ def test_same_samples_whatever_batch_tokens_from_a_file_and_from_stdin(trained_r
   of 3 lines as they arrive."""
   (tmp_path / "two.en").write_text("A dog.\nA dog.\n", encoding="utf-8")
   proc = _translate(trained_run.model_dir, [f"--input_file={tmp_path / 'two.en'}",
-                                            "--batch_tokens=1"], None)
+                                            "--decode_batch_tokens=1"], None)
   assert proc.returncode == 0, proc.stderr
   assert len(set(proc.stdout.splitlines())) == 2, proc.stdout
   dev = (multi30k_slice / "dev.en").read_text(encoding="utf-8").splitlines()[:12]
@@ -130,7 +130,7 @@ def test_same_samples_whatever_batch_tokens_from_a_file_and_from_stdin(trained_r
   (tmp_path / "in.en").write_text("\n".join(lines) + "\n", encoding="utf-8")
   model, _, tokenizer = loaded
   outputs = [Translator(model, tokenizer, DecodeConfig(sampling_temperature=1.0, seed=1,
-                                                       batch_tokens=b)).translate(lines)
+                                                       decode_batch_tokens=b)).translate(lines)
              for b in (64, 1024, 4096)]
   assert outputs[0] == outputs[1] == outputs[2]
   assert outputs[0][7] == "" and len(set(outputs[0][i] for i in (0, 8, 15, 16))) == 4

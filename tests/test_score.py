@@ -114,8 +114,8 @@ def test_score_command_errors(trained_run, tmp_path):
   long_line = " ".join(["word"] * 600)
   proc = _score(trained_run.model_dir, tmp_path, sources=["A man.", long_line], targets=["a", "b"])
   assert proc.returncode == 1 and "line 2:" in proc.stderr and "max_positions" in proc.stderr
-  proc = _score(trained_run.model_dir, tmp_path, "--batch_tokens=0")
-  assert proc.returncode == 2 and "--batch_tokens" in proc.stderr
+  proc = _score(trained_run.model_dir, tmp_path, "--decode_batch_tokens=0")
+  assert proc.returncode == 2 and "--decode_batch_tokens" in proc.stderr
   assert all(len(p.stderr.strip().splitlines()) == 1 for p in [proc])
 
 

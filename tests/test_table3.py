@@ -196,7 +196,7 @@ def test_a_trained_base_is_flat_before_its_cooldown_and_reaches_25_bleu():
 def test_the_sweep_table_times_a_resumed_run_by_its_last_command():
   args = table3.parse_args(["--protocol=sweep", "--report_only", "--train_steps=8000",
                             "--cooldown_steps=2000", "--warmup_steps=4000",
-                            "--learning_rate=1.0"])
+                            "--learning_rate_constant=1.0"])
   run = {**_fake_result("base", 1234, table3.settings(args), 7.3, 32.75), "protocol": "sweep",
          "train_steps": 8000, "dev_curve": [[5000, 2.5], [6000, 2.23]], "train_wall_s": 3000}
   fresh, resumed = table3_report.sweep_table([run, {**run, "train_first_step": 3500}]).split("\n")[2:]
@@ -271,15 +271,15 @@ def test_bad_arguments_are_one_line_errors(tmp_path):
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("protocol, learning_rate, seed", [("p2", 1.0, 1234), ("p3", 0.7, 1236)])
+@pytest.mark.parametrize("protocol, learning_rate_constant, seed", [("p2", 1.0, 1234), ("p3", 0.7, 1236)])
 def test_a_protocol_is_its_accepted_sweep_schedule_and_the_sweep_run_is_one_of_its_base_seeds(
-    protocol, learning_rate, seed):
+    protocol, learning_rate_constant, seed):
   sweep = table3.parse_args(["--protocol=sweep", "--report_only", "--train_steps=20000",
                              "--cooldown_steps=5000", "--warmup_steps=4000",
-                             f"--learning_rate={learning_rate}"])
+                             f"--learning_rate_constant={learning_rate_constant}"])
   chosen = table3.parse_args([f"--protocol={protocol}", "--report_only"])
-  assert (chosen.train_steps, chosen.warmup_steps, chosen.learning_rate,
-          chosen.cooldown_steps) == (20000, 4000, learning_rate, 5000)
+  assert (chosen.train_steps, chosen.warmup_steps, chosen.learning_rate_constant,
+          chosen.cooldown_steps) == (20000, 4000, learning_rate_constant, 5000)
   accepted = {**_fake_result("base", seed, table3.settings(sweep), 5.5, 36.0), "protocol": "sweep"}
   assert table3.is_done([accepted], "base", seed, table3.settings(chosen))
   assert not table3.is_done([accepted], "base", seed + 1, table3.settings(chosen))
@@ -293,7 +293,7 @@ def test_a_protocol_is_its_accepted_sweep_schedule_and_the_sweep_run_is_one_of_i
   # Dev evaluations every 500 updates (1,500 for big's 3x run): the acceptance window's ends.
   train = table3.commands(table3.ROW_BY_NAME["big"], 1234, chosen)[1][0]
   assert "--eval_every_steps=1500" in train and "--train_steps=60000" in train
-  assert f"learning_rate={learning_rate}," in " ".join(train)
+  assert f"learning_rate_constant={learning_rate_constant}," in " ".join(train)
   with pytest.raises(table3.UsageError, match=f"--protocol={protocol} fixes the schedule"):
     table3.parse_args([f"--protocol={protocol}", "--report_only", "--train_steps=100"])
 

@@ -153,17 +153,17 @@ def select_rows(spec):
 # under which one base seed is not a trained base) are its predecessors, whose runs the results
 # file keeps; "sweep" takes the schedule from the flags.
 PROTOCOLS = {
-    "p1": {"train_steps": 2000, "warmup_steps": 1000, "learning_rate": 1.0, "cooldown_steps": 0},
+    "p1": {"train_steps": 2000, "warmup_steps": 1000, "learning_rate_constant": 1.0, "cooldown_steps": 0},
     "sweep": None,
-    "p2": {"train_steps": 20000, "warmup_steps": 4000, "learning_rate": 1.0,
+    "p2": {"train_steps": 20000, "warmup_steps": 4000, "learning_rate_constant": 1.0,
            "cooldown_steps": 5000},
     # Eq. 3's constant 0.7 (peak rate 1.38e-3 at update 4,000), a linear cooldown to 0 over
     # the last quarter.
-    "p3": {"train_steps": 20000, "warmup_steps": 4000, "learning_rate": 0.7,
+    "p3": {"train_steps": 20000, "warmup_steps": 4000, "learning_rate_constant": 0.7,
            "cooldown_steps": 5000},
 }
 CURRENT_PROTOCOL = "p3"
-SCHEDULE_KEYS = ("train_steps", "warmup_steps", "learning_rate", "cooldown_steps")
+SCHEDULE_KEYS = ("train_steps", "warmup_steps", "learning_rate_constant", "cooldown_steps")
 
 
 def settings(args):
@@ -171,7 +171,7 @@ def settings(args):
   and its seed match; the protocol label is not one of them)."""
   return {"factor": args.factor, "train_steps": args.train_steps, "batch_tokens": args.batch_tokens,
           "warmup_steps": args.warmup_steps, "vocab_size": args.vocab_size,
-          "learning_rate": args.learning_rate, "cooldown_steps": args.cooldown_steps,
+          "learning_rate_constant": args.learning_rate_constant, "cooldown_steps": args.cooldown_steps,
           "mixed_precision": args.mixed_precision, "problem": "translate_ende_multi30k"}
 
 
@@ -182,7 +182,7 @@ def run_tag(args):
   if args.protocol == "p1":
     return factor
   batch = "" if args.batch_tokens == 2048 else f"_b{args.batch_tokens}"
-  return (f"_lr{args.learning_rate:g}_w{args.warmup_steps}_cd{args.cooldown_steps}"
+  return (f"_lr{args.learning_rate_constant:g}_w{args.warmup_steps}_cd{args.cooldown_steps}"
           f"_n{args.train_steps}{batch}{factor}")
 
 
@@ -194,7 +194,7 @@ def _override(values, args, steps_factor):
   keys = ("num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v", "dropout", "label_smoothing",
           "position_encoding", "norm_type")
   extra = {"vocab_size": args.vocab_size, "warmup_steps": args.warmup_steps,
-           "learning_rate": args.learning_rate,
+           "learning_rate_constant": args.learning_rate_constant,
            "cooldown_steps": args.cooldown_steps * steps_factor}
   return ",".join(f"{k}={v}" for k, v in [*((k, values[k]) for k in keys), *extra.items()])
 
@@ -299,13 +299,13 @@ def parse_args(argv):
   parser.add_argument("--factor", type=int, default=8, help="Every width of the paper's rows "
                       "is divided by this.")
   parser.add_argument("--protocol", default=CURRENT_PROTOCOL, choices=sorted(PROTOCOLS),
-                      help="A named schedule (train_steps, warmup_steps, learning_rate, "
+                      help="A named schedule (train_steps, warmup_steps, learning_rate_constant, "
                       "cooldown_steps); 'sweep' takes them from the flags below.")
   parser.add_argument("--train_steps", type=int, default=20000,
                       help="Updates per row (big: 3x); --protocol=sweep only.")
   parser.add_argument("--batch_tokens", type=int, default=2048, help="Tokens per update.")
   parser.add_argument("--warmup_steps", type=int, default=4000, help="--protocol=sweep only.")
-  parser.add_argument("--learning_rate", type=float, default=0.7,
+  parser.add_argument("--learning_rate_constant", type=float, default=0.7,
                       help="Eq. 3's constant factor; --protocol=sweep only.")
   parser.add_argument("--cooldown_steps", type=int, default=5000,
                       help="The last updates that take the rate linearly to 0 (big: 3x); "
@@ -331,8 +331,8 @@ def parse_args(argv):
                        "use --protocol=sweep to set it")
     for key, value in PROTOCOLS[args.protocol].items():
       setattr(args, key, value)
-  if not args.learning_rate > 0 or args.cooldown_steps < 0 or args.eval_every_steps < 0:
-    raise UsageError("--learning_rate must be > 0, --cooldown_steps and --eval_every_steps >= 0")
+  if not args.learning_rate_constant > 0 or args.cooldown_steps < 0 or args.eval_every_steps < 0:
+    raise UsageError("--learning_rate_constant must be > 0, --cooldown_steps and --eval_every_steps >= 0")
   if args.cooldown_steps >= args.train_steps:
     raise UsageError(f"--cooldown_steps={args.cooldown_steps} must be below --train_steps="
                      f"{args.train_steps}")

@@ -187,7 +187,7 @@ def sweep_table(runs):
            "|" + "---|" * 13]
   for r in runs:
     s = r["settings"]
-    rate = s.get("learning_rate", 1.0)
+    rate = s.get("learning_rate_constant", 1.0)
     peak = rate * r["hparams"]["d_model"] ** -0.5 * s["warmup_steps"] ** -0.5
     move, accepted = acceptance(r)
     move_cell = "n/a" if move is None else f"{move:+.3f}"
@@ -353,7 +353,7 @@ def protocols_table(by_protocol):
     counts = [sum(v.startswith(word) for v in verdicts)
               for word in ("holds", "mixed", "does not hold", "not run")]
     lines.append(
-        f"| {name} | {s['train_steps']:,} / {s['warmup_steps']:,} / {s['learning_rate']:g} / "
+        f"| {name} | {s['train_steps']:,} / {s['warmup_steps']:,} / {s['learning_rate_constant']:g} / "
         f"{s['cooldown_steps']:,} | {len(results)} | "
         f"{sum(acceptance(r)[1] for r in bases)} of {len(bases)} | "
         f"{statistics.fmean(r['dev_ppl'] for r in bases):.2f} / "

@@ -3,12 +3,12 @@ r"""`t2t-average` / `python -m t2t_repro.average` / `python tools/average_checkp
 at 10-minute intervals; the big models the last 20).
 
   t2t-average --model_dir=runs/base --output_dir=runs/base_avg5
-  t2t-average --model_dir=runs/big --num_last=20 --output_dir=runs/big_avg
+  t2t-average --model_dir=runs/big --average_last=20 --output_dir=runs/big_avg
   t2t-average --checkpoints=runs/base/ckpt-99000,runs/base/ckpt-100000 \
       --output_dir=runs/base_avg2
 
 --model_dir takes the last N checkpoints listed in its `checkpoint` state file (N
-= --num_last, default hparams.checkpoint_average). --checkpoints gives them
+= --average_last, default the hparam average_last; --num_last is its deprecated alias). --checkpoints gives them
 explicitly (prefixes, or names relative to --model_dir; the model dir defaults to
 the first checkpoint's folder).
 
@@ -22,6 +22,7 @@ import os
 from absl import flags
 
 from t2t_repro import errors
+from t2t_repro.commands import config_flags
 from t2t_repro.commands import shared_flags
 from t2t_repro.model_dir import ModelDir
 
@@ -33,9 +34,10 @@ def define_flags():
                                  required=False)
   flags.DEFINE_list("checkpoints", None, "Explicit checkpoint prefixes (or names relative to "
                     "--model_dir), comma separated.")
-  flags.DEFINE_integer("num_last", None, "How many of the last checkpoints (default: "
-                       "hparams.checkpoint_average; paper 5 base, 20 big).")
-  flags.register_validator("num_last", lambda n: n is None or n >= 1, "must be >= 1")
+  flags.DEFINE_integer("average_last", None, "How many of the last checkpoints (default: the "
+                       "hparam average_last of the model dir; paper 5 base, 20 big).")
+  flags.register_validator("average_last", lambda n: n is None or n >= 1, "must be >= 1")
+  config_flags.define_deprecated_alias("num_last")
   flags.DEFINE_string("output_dir", None, "New folder for the averaged model dir.")
 
 
@@ -51,8 +53,11 @@ def main(argv):
       checkpoints = [p if (model_dir is None or os.path.dirname(p)) else model_dir.file(p)
                      for p in FLAGS.checkpoints]
     else:
-      default_n = model_dir.read_hparams().checkpoint_average
-      checkpoints = averaging.last_checkpoints(model_dir, FLAGS.num_last or default_n)
+      count = FLAGS.average_last or model_dir.read_hparams().average_last
+      if not count:
+        raise errors.UsageError(f"`model_dir`={model_dir.path}: its hparam average_last is 0 "
+                                "(off): give --average_last")
+      checkpoints = averaging.last_checkpoints(model_dir, count)
     path, _ = averaging.average_checkpoints(checkpoints, ModelDir(FLAGS.output_dir), model_dir)
   except FileNotFoundError as e:  # a checkpoint or hparams.json that is not there: data
     raise errors.MissingDataError(str(e)) from None

@@ -10,13 +10,14 @@ A setting named in a help or error text between backticks, `beam_size`, is writt
 flag, --beam_size (`flag_text`; the runner does the same for errors).
 
 `COMMAND_ONLY_FLAGS` lists the flags that are no config field (files, output formats,
-modes): tests/test_config_flags.py checks that every flag of every command is one or the
+modes): tests/test_command_flags.py checks that every flag of every command is one or the
 other.
 """
 
 import dataclasses
 
 from absl import flags
+from absl import logging
 
 from t2t_repro import errors
 from t2t_repro import settings
@@ -38,7 +39,7 @@ COMMAND_ONLY_FLAGS = frozenset({
     # summary
     "length",
     # average
-    "output_dir", "num_last", "checkpoints",
+    "output_dir", "checkpoints", "average_last",
     # parse
     "mode", "ptb_dir", "gold", "test", "splits", "augment_copies", "augment_rate", "alphas",
     "train_flags", "decode_splits", "bracket_vocab", "constrained", "leaves", "max_sentences",
@@ -53,6 +54,25 @@ COMMAND_ONLY_FLAGS = frozenset({
     "problem", "seed", "train_steps", "train_minutes", "eval_every_steps", "cache_examples_mb",
     "vocab_dir", "train_src", "train_tgt", "dev_src", "dev_tgt", "test_src", "test_tgt",
 })
+
+
+# Flags renamed since the previous release, kept for one more as aliases of their new names
+# (absl's DEFINE_alias: same value, same checks), each giving one warning line when given:
+# {old name: new name}. `define` adds the alias of a field it defines; `average` its own.
+DEPRECATED_ALIASES = {"batch_tokens": "decode_batch_tokens", "num_last": "average_last"}
+
+
+def define_deprecated_alias(old, flag_values=flags.FLAGS):
+  """Defines --old as an alias of its new name (`DEPRECATED_ALIASES`)."""
+  flags.DEFINE_alias(old, DEPRECATED_ALIASES[old], flag_values=flag_values)
+
+
+def warn_deprecated(flag_values=flags.FLAGS):
+  """Logs one warning line for each deprecated alias given on the command line."""
+  for old, new in DEPRECATED_ALIASES.items():
+    if old in flag_values and flag_values[old].present:
+      logging.warning("--%s is deprecated: use --%s (the old name goes in the next release)",
+                      old, new)
 
 
 def flag_text(text, is_flag):
@@ -89,6 +109,9 @@ def define(config_class, names=None, none_defaults=False, help_overrides=None,
     define_flag(name, default, help_text, flag_values=flag_values)
     if settings.range_text(field):
       flags.register_validator(name, _validator(field), flag_values=flag_values)
+  for old, new in DEPRECATED_ALIASES.items():
+    if new in (names or fields) and new in fields and old not in flag_values:
+      define_deprecated_alias(old, flag_values)
 
 
 def _validator(field):

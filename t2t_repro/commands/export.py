@@ -28,9 +28,9 @@ def define_flags():
   flags.mark_flag_as_required("export_dir")
   config_flags.define(
       decode_config.DecodeConfig,
-      names=("beam_size", "alpha", "decode_extra_length", "batch_tokens", "n_best"),
+      names=("beam_size", "alpha", "decode_extra_length", "decode_batch_tokens", "n_best"),
       none_defaults=True,
-      help_overrides={"batch_tokens": "SavedModel: source tokens (padding included) per chunk "
+      help_overrides={"decode_batch_tokens": "SavedModel: source tokens (padding included) per chunk "
                                       "the serving graph decodes at once (default: 4096).",
                       "n_best": "SavedModel: hypotheses per sentence of the translate_nbest "
                                 "signature (default: the beam size)."})
@@ -66,7 +66,7 @@ def main(argv):
   path = saved_model.export_model(FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint_path,
                       beam_size=FLAGS.beam_size, alpha=FLAGS.alpha,
                       decode_extra_length=FLAGS.decode_extra_length, overwrite=FLAGS.overwrite,
-                      batch_tokens=FLAGS.batch_tokens, inference_dtype=FLAGS.inference_dtype,
+                      decode_batch_tokens=FLAGS.decode_batch_tokens, inference_dtype=FLAGS.inference_dtype,
                       n_best=FLAGS.n_best)
   print(f"SavedModel written to {os.path.abspath(path)} in {logs.hms(time.monotonic() - started)} "
         f"(signatures: {', '.join(saved_model.SIGNATURES)})")

@@ -33,7 +33,7 @@ Five modes:
   # (e) decode and score an existing model dir (data from --mode=train)
   python tools/parse.py --mode=decode --model_dir=runs/parse \
       [--decode_splits=dev,test] [--beam_size=21] [--alpha=0.3] \
-      [--decode_extra_length=300] [--batch_tokens=1024]
+      [--decode_extra_length=300] [--decode_batch_tokens=1024]
 
 --mode=train writes into --model_dir: data/ (the output of prepare),
 vocab.model (see `learn_bracket_vocab`: every bracket token of the train split
@@ -150,13 +150,13 @@ def _define_decode_flags():
                     "train, decode: splits of DATA_DIR to decode and score.")
   config_flags.define(
       decode_config.DecodeConfig,
-      names=("beam_size", "alpha", "decode_extra_length", "batch_tokens"),
+      names=("beam_size", "alpha", "decode_extra_length", "decode_batch_tokens"),
       none_defaults=True, help_overrides={
           "beam_size": "decode: beam width (default: hparams, 21 in parsing*).",
           "alpha": "decode: length-penalty exponent (default: hparams, 0.3).",
           "decode_extra_length": "decode: max output length = input length + this "
                                  "[pieces] (default: hparams, 300).",
-          "batch_tokens": "decode: padded source pieces per beam-search batch, rows x "
+          "decode_batch_tokens": "decode: padded source pieces per beam-search batch, rows x "
                           "padded length (default 1024; each row has beam_size "
                           "hypotheses)."})
   flags.DEFINE_list("alphas", [],
@@ -349,7 +349,7 @@ def _run_decode(model_dirs, data_dir, checkpoint_path):
   parser = pipeline.load_parser(
       model_dirs, data_dir, split_names(checkpoint_path), beam_size=FLAGS.beam_size,
       alpha=FLAGS.alpha, decode_extra_length=FLAGS.decode_extra_length,
-      batch_tokens=FLAGS.batch_tokens, constrained=FLAGS.constrained)
+      decode_batch_tokens=FLAGS.decode_batch_tokens, constrained=FLAGS.constrained)
   config = parser.translator.config
   print(f"decoding with {parser.checkpoint} (step {parser.step}): beam "
         f"{config.beam_size}, alpha {config.alpha}, max length "

@@ -24,6 +24,7 @@ from absl import app
 from absl import flags
 
 from t2t_repro import errors
+from t2t_repro.commands import config_flags
 
 flags.DEFINE_bool("debug", False, "Print the Python traceback of a user error before its one-line message.")
 
@@ -71,7 +72,9 @@ def run(main, command=None):
 
   def parse_flags(argv):
     try:
-      return flags.FLAGS(argv)
+      rest = flags.FLAGS(argv)
+      config_flags.warn_deprecated()
+      return rest
     except flags.Error as e:
       raise _Failed(errors.USAGE_EXIT, e) from None
     except SystemExit as done:  # absl's help flags print the help, then exit 1

@@ -53,7 +53,7 @@ def define_flags():
   flags.DEFINE_bool("header", False, "Write a first line naming the tab-separated columns: "
                     "log_prob (log P(Y|X), natural log, EOS included), normalized (with "
                     "--normalized), piece_log_probs (with --per_piece).")
-  config_flags.define(decode_config.DecodeConfig, names=("alpha", "batch_tokens"),
+  config_flags.define(decode_config.DecodeConfig, names=("alpha", "decode_batch_tokens"),
                       none_defaults=True)
   flags.mark_flags_as_required(["src", "tgt"])
 
@@ -128,7 +128,7 @@ def main(argv):
   config = decode_config.DecodeConfig.resolve(
       hparams, **config_flags.values(decode_config.DecodeConfig))
   started = time.monotonic()
-  scorer = scoring.Scorer(model, config.batch_tokens)
+  scorer = scoring.Scorer(model, config.decode_batch_tokens)
   normalize = lambda total, length: scoring.normalized(total, length, config.alpha)
   pairs = pieces = 0
   nll = 0.0

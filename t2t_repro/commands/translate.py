@@ -8,7 +8,7 @@ the training text is. A line longer than --max_input_length tokens (default: wha
 the model's position table leaves after --decode_extra_length) is cut to it with a
 logged warning that names the line, so no input line can exhaust memory. The
 decoding is `t2t_repro.decoding.translator.Translator`:
-sentences sorted by length, batched by --batch_tokens (padded source tokens per
+sentences sorted by length, batched by --decode_batch_tokens (padded source tokens per
 batch, rows x padded length), beam search. Progress: on a terminal a Keras progress bar on
 stderr, otherwise one plain closing line (`translated N lines in H:MM:SS`).
 
@@ -46,7 +46,7 @@ averaged over heads: Pharaoh "i-j" pairs or a JSON object per line
 --sampling_topk=K, --sampling_topp=P and/or --sampling_temperature=T draw the outputs at
 random instead (`t2t_repro.decoding.sampling`; --n_samples=N per line, as --n_best's lines
 when N > 1; --seed): a line's samples depend only on --seed, its line number and the
-sample's index, so neither --batch_tokens nor reading a file or a pipe changes them, and
+sample's index, so neither --decode_batch_tokens nor reading a file or a pipe changes them, and
 equal lines get independent samples. --target_prefix_file=F forces each line's output to
 start with that line of F (an empty line: no prefix), then decoding continues
 (`t2t_repro.decoding.prefix`); a prefix is never cut: a line's maximum output length is

@@ -5,7 +5,7 @@ Vaswani et al. 2017 §6.1: beam 4, alpha 0.6, input length + 50; §6.3 parsing: 
 alpha 0.3, input + 300. `DecodeConfig.resolve`: a value given (a flag generated from the
 field by `t2t_repro.commands.config_flags`) wins, else the model's hparams. One flag name
 per concept in every command:
---beam_size, --alpha, --decode_extra_length, --batch_tokens, --n_best, --max_input_length.
+--beam_size, --alpha, --decode_extra_length, --decode_batch_tokens, --n_best, --max_input_length.
 The decoding itself is `t2t_repro.decoding.translator.Translator`.
 """
 
@@ -40,7 +40,7 @@ class DecodeConfig:
   decode_extra_length: int = setting(
       50, "Maximum output length = source length + this [tokens, EOS included on both sides] "
       "(default: hparams.decode_extra_length; paper 50).", min_value=0)
-  batch_tokens: int = setting(
+  decode_batch_tokens: int = setting(
       4096, "Padded source tokens per decoding batch, rows x padded length (default: 4096); a "
       "longer sentence gets a batch of its own.", min_value=1)
   n_best: int = setting(
@@ -65,7 +65,8 @@ class DecodeConfig:
       "'i<TAB>score<TAB>translation' lines when > 1.", min_value=1)
   seed: int = setting(
       0, "Seed of the sampling draws (default 0): a line's samples depend only on the seed, "
-      "its line number and the sample's index, whatever `batch_tokens` and whether read from a "
+      "its line number and the sample's index, whatever `decode_batch_tokens` and whether read "
+      "from a "
       "file or stdin.", min_value=0)
 
   def __post_init__(self):
@@ -110,10 +111,9 @@ class DecodeConfig:
 
   @classmethod
   def resolve(cls, hparams, beam_size=None, alpha=None, decode_extra_length=None,
-              batch_tokens=None, n_best=None, max_input_length=None, **sampling):
+              decode_batch_tokens=None, n_best=None, max_input_length=None, **sampling):
     """The settings: each given value (not None), else the hparams' (beam_size, alpha,
-    decode_extra_length), else the class default (batch_tokens 4096, n_best 1; the
-    hparam `batch_tokens` is training's). The beam is widened to n_best if narrower.
+    decode_extra_length), else the class default (decode_batch_tokens 4096, n_best 1). The beam is widened to n_best if narrower.
 
     Raises:
       errors.UsageError: a setting out of range, or a beam_size or n_best given with
@@ -126,7 +126,7 @@ class DecodeConfig:
         alpha=float(hparams.alpha if alpha is None else alpha),
         decode_extra_length=(hparams.decode_extra_length if decode_extra_length is None
                              else decode_extra_length),
-        batch_tokens=batch_tokens or cls.batch_tokens, n_best=n_best,
+        decode_batch_tokens=decode_batch_tokens or cls.decode_batch_tokens, n_best=n_best,
         max_input_length=max_input_length)
 
 
@@ -143,7 +143,7 @@ ALIGNMENT_KINDS = ("hard", "soft")
 
 # The fields of the decoding flags of translate (and, some of them, the other commands):
 # beam search's, and sampling's.
-SEARCH_FIELDS = ("beam_size", "alpha", "decode_extra_length", "batch_tokens", "n_best",
+SEARCH_FIELDS = ("beam_size", "alpha", "decode_extra_length", "decode_batch_tokens", "n_best",
                  "max_input_length")
 SAMPLING_FIELDS = ("sampling_topk", "sampling_topp", "sampling_temperature", "n_samples", "seed")
 

@@ -9,15 +9,15 @@ Settings (Vaswani et al. 2017 §6.1: beam 4, alpha 0.6, input length + 50; §6.3
 parsing: beam 21, alpha 0.3, input + 300) are resolved once, by `DecodeConfig.resolve`:
 a value given (a command's flag, generated from `DecodeConfig`'s fields) wins, else the
 model's hparams. One name per concept in every command: `beam_size`, `alpha`,
-`decode_extra_length`, `batch_tokens`, `n_best`.
+`decode_extra_length`, `decode_batch_tokens`, `n_best`.
 
-`batch_tokens` has one meaning in the whole project: padded tokens per batch, i.e.
-rows x padded length [tokens]. Training counts the longer of source and target, per
-replica (`t2t_repro.data.batching`); decoding counts the source, whose length is the
-only one known (each row then decodes beam_size hypotheses).
+`decode_batch_tokens` is the decoding batch's budget: padded source tokens per batch,
+rows x padded source length [tokens] (the source's is the only length known; each row then
+decodes beam_size hypotheses). Training's budget is the hparam `batch_tokens`, which counts
+the longer of source and target per replica (`t2t_repro.data.batching`).
 
 `Translator` strips every line, tokenizes, sorts the sentences by length and batches
-them under `batch_tokens` (`batching.length_sorted_batches`), runs beam search
+them under `decode_batch_tokens` (`batching.length_sorted_batches`), runs beam search
 (`t2t_repro.decoding.beam_search`) or, when the config samples, random sampling
 (`t2t_repro.decoding.sampling`), restores the input order and detokenizes. A
 blank line gives "" with score 0 and is not decoded. Each sentence is beam-searched
@@ -215,7 +215,8 @@ class Translator:
 
   def padded_batches(self, ids):
     """Yields (indices into ids, int32 [rows, width] 0-padded inputs), shortest first."""
-    for batch in batching.length_sorted_batches([len(x) for x in ids], self.config.batch_tokens):
+    for batch in batching.length_sorted_batches([len(x) for x in ids],
+                                                self.config.decode_batch_tokens):
       yield batch, batching.pad_rows([ids[j] for j in batch])
 
   def nbest(self, lines, progress=False, return_ids=False, prefixes=None, first_line=0):

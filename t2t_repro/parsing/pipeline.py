@@ -32,7 +32,7 @@ from t2t_repro.parsing.prepare import read_data_stats
 from t2t_repro.training.config import TrainConfig
 
 # Padded source pieces per decoding batch (each row decodes beam_size = 21 hypotheses).
-DEFAULT_BATCH_TOKENS = 1024
+DEFAULT_DECODE_BATCH_TOKENS = 1024
 
 
 def delinearize_files(source_path, predictions_path, output_path, leaves="word"):
@@ -396,7 +396,7 @@ class Parser:
 
 
 def load_parser(model_dirs, data_dir, checkpoint_paths=(), *, beam_size=None, alpha=None,
-                decode_extra_length=None, batch_tokens=None, constrained=True):
+                decode_extra_length=None, decode_batch_tokens=None, constrained=True):
   """Loads a trained parser (or an ensemble of several) for ``decode_split``.
 
   Args:
@@ -405,7 +405,7 @@ def load_parser(model_dirs, data_dir, checkpoint_paths=(), *, beam_size=None, al
     checkpoint_paths: empty (the latest of each) or checkpoint prefixes.
     beam_size, alpha, decode_extra_length: None means the model's hparams
       (``DecodeConfig.resolve``).
-    batch_tokens: padded source pieces per batch (None: DEFAULT_BATCH_TOKENS;
+    decode_batch_tokens: padded source pieces per batch (None: DEFAULT_DECODE_BATCH_TOKENS;
       each row decodes beam_size hypotheses).
     constrained: decode with ``TreeConstraint`` (well-formed trees only).
 
@@ -427,7 +427,8 @@ def load_parser(model_dirs, data_dir, checkpoint_paths=(), *, beam_size=None, al
                                                  list(checkpoint_paths))
   config = DecodeConfig.resolve(hparams, beam_size=beam_size, alpha=alpha,
                                 decode_extra_length=decode_extra_length,
-                                batch_tokens=batch_tokens or DEFAULT_BATCH_TOKENS)
+                                decode_batch_tokens=(decode_batch_tokens
+                                                     or DEFAULT_DECODE_BATCH_TOKENS))
   steps = [int(path.rsplit("-", 1)[1]) for path in paths]
   stats = read_data_stats(data_dir)
   constraint = bracket_vocab_lib.tree_constraint(tokenizer, stats) if constrained else None

@@ -24,7 +24,7 @@ signatures (`SIGNATURES`), each equal to the command that does the same:
     source), EOS included), lengths int32 [batch] (target pieces), as `t2t-score`.
 
 The decoding signatures sort their batch by source length and decode it in chunks of at most
-`batch_tokens` source tokens (padding included) inside the graph, then restore the
+`decode_batch_tokens` source tokens (padding included) inside the graph, then restore the
 input order: a client may send one large unsorted batch.
 
 Beam size, alpha and the extra decode length (--beam_size, --alpha,
@@ -63,7 +63,7 @@ class ServingModule(tf.Module):
 
   Args:
     translator: a `decoding.translator.Translator` (model with restored weights, its
-      tokenizer, a `DecodeConfig`; `config.batch_tokens` is the chunk budget of `_search`).
+      tokenizer, a `DecodeConfig`; `config.decode_batch_tokens` is the chunk budget of `_search`).
     n_best: hypotheses per sentence of the `translate_nbest` signature (the beam is
       widened to it if narrower); the other signatures return the best one.
   """
@@ -101,7 +101,7 @@ class ServingModule(tf.Module):
   def _search(self, inputs, prefixes=None, nbest=False):
     """Beam search (or the translator's sampling) over a batch in token-budget chunks.
 
-    The batch is sorted by source length and cut into chunks of at most `config.batch_tokens`
+    The batch is sorted by source length and cut into chunks of at most `config.decode_batch_tokens`
     source tokens, padding included (a longer sentence is a chunk of its own), as
     `python -m t2t_repro.translate` batches; each chunk is decoded with its own padding
     width, and the outputs are put back in input order, padded to
@@ -125,7 +125,7 @@ class ServingModule(tf.Module):
     lengths = non_pad_lengths(inputs)
     longest = lengths if prefixes is None else tf.maximum(lengths, non_pad_lengths(prefixes))
     width = tf.reduce_max(tf.concat([longest, [0]], 0)) + config.decode_extra_length
-    order, sizes = batching.length_sorted_chunks(lengths, config.batch_tokens)
+    order, sizes = batching.length_sorted_chunks(lengths, config.decode_batch_tokens)
     starts = tf.cumsum(sizes, exclusive=True)
     sorted_inputs, sorted_lengths = tf.gather(inputs, order), tf.gather(lengths, order)
     sorted_prefixes = None if prefixes is None else tf.gather(prefixes, order)
@@ -236,7 +236,7 @@ SIGNATURES = {"serving_default": "translate", "translate_ids": "translate_ids",
 
 
 def export_model(model_dir, export_dir, checkpoint_path=None, beam_size=None, alpha=None,
-                 decode_extra_length=None, overwrite=False, batch_tokens=None,
+                 decode_extra_length=None, overwrite=False, decode_batch_tokens=None,
                  inference_dtype="float32", n_best=None):
   """Writes the SavedModel of a model dir.
 
@@ -247,7 +247,7 @@ def export_model(model_dir, export_dir, checkpoint_path=None, beam_size=None, al
     beam_size, alpha, decode_extra_length: None means the hparams' values
       (`DecodeConfig.resolve`).
     overwrite: allow a non-empty export_dir.
-    batch_tokens: source tokens per chunk decoded at once in the graph (None: 4096).
+    decode_batch_tokens: source tokens per chunk decoded at once in the graph (None: 4096).
     inference_dtype: "float32" or "bfloat16" (see `load_for_inference`).
     n_best: hypotheses per sentence of `translate_nbest` (None: the beam size).
 
@@ -269,7 +269,7 @@ def export_model(model_dir, export_dir, checkpoint_path=None, beam_size=None, al
   model, hparams, tokenizer = load_for_inference(model_dir, checkpoint_path, inference_dtype)
   config = decode_config.DecodeConfig.resolve(hparams, beam_size=beam_size, alpha=alpha,
                                                decode_extra_length=decode_extra_length,
-                                               batch_tokens=batch_tokens)
+                                               decode_batch_tokens=decode_batch_tokens)
   module = ServingModule(translator_lib.Translator(model, tokenizer, config),
                          n_best=n_best or config.beam_size)
   logging.info("export: tracing the signatures and writing the SavedModel to %s (%s)", export_dir,

@@ -28,8 +28,8 @@ class TrainConfig:
 
   Units: `*_steps` optimizer updates, `save_checkpoints_secs` seconds,
   `train_minutes` minutes, `cache_examples_mb` MiB, `batch_tokens` tokens per
-  replica per micro-batch. None means "the hparam set's value" for train_steps and
-  batch_tokens, "all visible" for num_gpus and $T2T_DATA_DIR for data_dir.
+  replica per micro-batch. None means "the hparam set's value" for train_steps,
+  batch_tokens and average_last, "all visible" for num_gpus and $T2T_DATA_DIR for data_dir.
 
   Raises:
     errors.UsageError (a ValueError), on construction: a field outside its choices or
@@ -107,10 +107,10 @@ class TrainConfig:
   min_improvement: float = _field(
       0.0, "Smallest change of `best_metric` that counts as an improvement (its units: loss or "
       "BLEU points).", min_value=0)
-  average_last: int = _field(
-      0, "At the end of training, average the last N checkpoints into model_dir/averaged/ (a "
-      "complete model dir); the test BLEU is then the averaged model's (0: off; paper: 5 base, "
-      "20 big).", min_value=0)
+  average_last: Optional[int] = _field(
+      None, "At the end of training, average the last N checkpoints into model_dir/averaged/ (a "
+      "complete model dir); the test BLEU is then the averaged model's (default: the hparam "
+      "set's; paper: 5 base, 20 big; 0: off).", min_value=0)
   init_from: Optional[str] = _field(
       None, "Fine-tune: start from the weights of this model dir (its latest checkpoint) or "
       "checkpoint prefix, at step 0 with a new optimizer and schedule, with its vocabulary; the "

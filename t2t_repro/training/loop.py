@@ -376,7 +376,7 @@ class _Run:
     """Averaging (average_last), the test BLEU and the closing block, unless a signal stopped."""
     trainer, config, result = self.trainer, self.config, self.result
     model, averaged_note = trainer.model, ""
-    if config.average_last and result.stopped is None and trainer.chief:
+    if trainer.hparams.average_last and result.stopped is None and trainer.chief:
       with exit_at_once():
         model, count = self.timed("averaging", self._average_last)
       averaged_note = f", averaged model of the last {count} checkpoints"
@@ -400,9 +400,10 @@ class _Run:
     """Averages the last `average_last` checkpoints (fewer if fewer are kept) into
     `{model_dir}/averaged/`, replacing an earlier one. Returns (model, count)."""
     model_dir = ModelDir(self.trainer.model_dir)
-    paths = model_dir.checkpoint_paths()[-self.config.average_last:]
-    if len(paths) < self.config.average_last:
-      self.progress.line(f"--average_last={self.config.average_last}: only {len(paths)} "
+    average_last = self.trainer.hparams.average_last
+    paths = model_dir.checkpoint_paths()[-average_last:]
+    if len(paths) < average_last:
+      self.progress.line(f"--average_last={average_last}: only {len(paths)} "
                          "checkpoints are kept; averaging those")
     self.result.averaged, model = averaging.average_checkpoints(
         paths, model_dir.subdir(model_dir_lib.AVERAGED_DIR), model_dir, replace=True)

@@ -40,7 +40,8 @@ def validate(config):
     raise errors.UsageError(f"`model_dir`={config.model_dir} is a file, not a folder")
   try:
     hp = hparams_lib.get_hparams(config.hparams, config.hparams_override,
-                                 train_steps=config.train_steps, batch_tokens=config.batch_tokens)
+                                 train_steps=config.train_steps, batch_tokens=config.batch_tokens,
+                                 average_last=config.average_last)
   except ValueError as e:
     message = errors.marked(e)
     raise errors.UsageError(message if message.startswith("`hparams") else
@@ -81,7 +82,7 @@ def check_data_files(config, problem):
 
 def check_model_dir(model_dir, hp):
   """On resume the hparams must equal the saved hparams.json of `model_dir` (a `ModelDir`;
-  train_steps may change; batch_tokens is an update setting, see `check_update_settings`).
+  train_steps and average_last may change; batch_tokens is an update setting, see `check_update_settings`).
 
   Raises:
     errors.UsageError: naming the differing hparams.
@@ -91,7 +92,8 @@ def check_model_dir(model_dir, hp):
     return
   saved = files.read_hparams().to_dict()
   changed = sorted(k for k, v in hp.to_dict().items()
-                   if saved[k] != v and k not in ("train_steps", "description", "batch_tokens"))
+                   if saved[k] != v and k not in ("train_steps", "description", "batch_tokens",
+                                                  "average_last"))
   if changed:
     diffs = ", ".join(f"{k}: saved {saved[k]!r} vs flags {hp.to_dict()[k]!r}" for k in changed)
     raise errors.UsageError(f"`model_dir`={model_dir} holds a run with other hparams ({diffs}); "

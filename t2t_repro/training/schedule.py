@@ -154,7 +154,7 @@ def make_schedule(hparams):
   """The schedule `hparams.lr_schedule` names, with its hparams.
 
   Args:
-    hparams: `HParams` (lr_schedule, warmup_steps; d_model and learning_rate for "noam",
+    hparams: `HParams` (lr_schedule, warmup_steps; d_model and learning_rate_constant for "noam",
       peak_learning_rate for "inverse_sqrt" and "constant"; cooldown_steps and train_steps
       for the cooldown).
 
@@ -165,7 +165,8 @@ def make_schedule(hparams):
     ValueError: an unknown lr_schedule (`HParams` validation rejects it first).
   """
   if hparams.lr_schedule == "noam":
-    schedule = TransformerSchedule(hparams.d_model, hparams.warmup_steps, hparams.learning_rate)
+    schedule = TransformerSchedule(hparams.d_model, hparams.warmup_steps,
+                                   hparams.learning_rate_constant)
   elif hparams.lr_schedule == "inverse_sqrt":
     schedule = InverseSqrtSchedule(hparams.peak_learning_rate, hparams.warmup_steps)
   elif hparams.lr_schedule == "constant":
