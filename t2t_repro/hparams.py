@@ -4,8 +4,9 @@ Every set is a JSON file in the top-level ``configs/`` folder (shipped inside th
 package as ``t2t_repro.configs``). A set may name a ``parent`` set and give only
 the fields it changes, so the Table 3 variants are one line each on top of
 ``base``. ``get_hparams("base", "dropout=0.3,num_layers=4")`` resolves a set,
-applies typed overrides and validates the result. The `HParams` dataclass
-defaults are the paper's base model (Table 3 "base"), written only there:
+applies typed overrides and validates the result. The `HParams` dataclass (its fields
+declared once each in four groups: model, optimization, data, decoding) has the paper's
+base model (Table 3 "base") as defaults, written only there:
 ``configs/base.json`` holds just its description, and a registered set without
 a parent starts from the dataclass defaults (so every set resolves through
 them, as if base.json listed them all).
@@ -24,7 +25,11 @@ from absl import logging
 
 from t2t_repro import errors
 from t2t_repro import settings
+from t2t_repro.data.config import DataConfig
+from t2t_repro.decoding.config import SearchConfig
+from t2t_repro.model.config import ModelConfig
 from t2t_repro.settings import setting
+from t2t_repro.training.optimization import OptimizationConfig
 
 _CONFIG_PACKAGE = "t2t_repro.configs"
 
@@ -34,12 +39,22 @@ class HParamsError(errors.UsageError):
   message names the set, `hparams` / `hparams_override`, or the file)."""
 
 
-@dataclasses.dataclass
-class HParams:
-  """One resolved hyperparameter set; the defaults are Transformer base (Table 3).
+@dataclasses.dataclass(frozen=True)
+class HParams(SearchConfig, DataConfig, OptimizationConfig, ModelConfig):
+  """One resolved hyperparameter set, frozen; the defaults are Transformer base (Table 3).
 
-  Each field's help (its metadata, `settings.setting`) says what it is, in which units and
-  from which section of the paper; its choices and range are checked on construction.
+  Its fields are the four groups, each declared once in its own class (fairseq's grouping
+  of configs): the model (`model.config.ModelConfig`), optimization and schedule
+  (`training.optimization.OptimizationConfig`), data and batching (`data.config.DataConfig`)
+  and decoding (`decoding.config.SearchConfig`), plus `description`. Each field's help says
+  what it is, in which units and from which section of the paper; its choices and range are
+  checked on construction. docs/CONFIG.md lists them all (`t2t_repro.describe`).
+
+  Example:
+
+  >>> hp = get_hparams("base", "dropout=0.3")
+  >>> (hp.d_model, hp.dropout, hp.warmup_steps, hp.beam_size)
+  (512, 0.3, 4000, 4)
 
   Raises:
     HParamsError (a ValueError): a value outside its choices or range, or a combination
@@ -47,107 +62,6 @@ class HParams:
   """
 
   description: str = setting("", "What the set is and where its values come from.")
-  num_layers: int = setting(6, "N, encoder layers = decoder layers (§3.1).", min_value=1)
-  d_model: int = setting(512, "Model width (§3.1).", min_value=1)
-  d_ff: int = setting(2048, "Inner width of the position-wise feed-forward network (§3.3, "
-                      "eq. 2).", min_value=1)
-  num_heads: int = setting(8, "h, attention heads (§3.2.2).", min_value=1)
-  d_k: int = setting(0, "Per-head query/key width; 0 means d_model // num_heads (§3.2.2).",
-                     min_value=0)
-  d_v: int = setting(0, "Per-head value width; 0 means d_model // num_heads (§3.2.2).",
-                     min_value=0)
-  dropout: float = setting(
-      0.1, "P_drop, on every sub-layer output before the residual add and on the embedding + "
-      "positional-encoding sums (§5.4).", min_value=0, below=1)
-  attention_dropout: float = setting(
-      0.0, "Dropout on attention weights (0 in the paper; t2t 0.1).", min_value=0, below=1)
-  relu_dropout: float = setting(
-      0.0, "Dropout after the FFN ReLU (0 in the paper; t2t 0.1).", min_value=0, below=1)
-  word_dropout: float = setting(
-      0.0, "Word dropout (Gal & Ghahramani 2016; Sennrich & Zhang 2019 for low-resource "
-      "translation): in training, each source and decoder-input token's embedding is zeroed "
-      "with this probability (the whole d_model vector, before the positions are added; kept "
-      "ones scaled by 1 / (1 - p)). 0: off.", min_value=0, below=1)
-  label_smoothing: float = setting(0.1, "eps_ls (§5.4).", min_value=0, below=1)
-  rdrop_alpha: float = setting(
-      0.0, "R-Drop (Liang et al. 2021, eq. 3): each training pair runs twice with its own "
-      "dropout masks and the loss adds this weight times the symmetric KL divergence of the "
-      "two output distributions (0: off; the paper uses 5 for IWSLT translation). Doubles the "
-      "computation of an update.", min_value=0)
-  vocab_size: int = setting(37000, "Size of the shared source/target BPE vocabulary [tokens].",
-                            min_value=1)
-  lowercase: bool = setting(
-      False, "Lowercase all text, source and target, inside the BPE model (a sentencepiece "
-      "normalization rule, so training, translation and an exported SavedModel all lowercase "
-      "their input the same way; outputs are lowercase). Moses lowercase.perl, as the Multi30k "
-      "papers prepare their text (Wu et al. 2021). Score such a model with the lowercased BLEU "
-      "of evaluate.")
-  subword_alpha: float = setting(
-      0.0, "Subword regularization of the training text (0: off): every time a training pair "
-      "is read its segmentation is sampled (tf_text's sentencepiece sampling); for this "
-      "project's BPE vocabularies BPE-dropout, each merge skipped with this probability "
-      "(Provilkov et al. 2020: 0.1). Dev, test and decoding keep the deterministic "
-      "segmentation.", min_value=0, below=1)
-  subword_nbest: int = setting(
-      -1, "sentencepiece's nbest_size of the sampling: -1 samples from all segmentations (what "
-      "BPE-dropout needs), > 1 from the n best (unigram models).", min_value=-1)
-  norm_type: str = setting(
-      "post", "post (paper: LayerNorm(x + Sublayer(x))) or pre (t2t v3).",
-      choices=("post", "pre"))
-  position_encoding: str = setting(
-      "sinusoid", "sinusoid (§3.5), learned (Table 3 E) or relative (Shaw et al. 2018; "
-      "tensor2tensor's transformer_relative: no absolute positions, relative position "
-      "representations in every self-attention).", choices=("sinusoid", "learned", "relative"))
-  attention_init: str = setting(
-      "glorot", "glorot (Glorot uniform on the [d_model, h * d_k] projection matrices, "
-      "tensor2tensor's) or glorot_per_head (Glorot uniform on the per-head kernels [d_model, h, "
-      "d_k] and [h, d_v, d_model], as Keras 2's MultiHeadAttention: 5.8x smaller query/key/value "
-      "weights at d_model 256, 4 heads).", choices=("glorot", "glorot_per_head"))
-  max_length: int = setting(256, "Longest training example kept [tokens] (the last batching "
-                            "bucket).", min_value=1)
-  max_positions: int = setting(
-      512, "Size of the position table [positions]: the rows of the learned table (Table 3 E, "
-      "a weight shape) and the longest sequence the model accepts with either encoding; "
-      "decoding checks source length + decode_extra_length against it. A model setting: "
-      "decoding settings never change it. Must be >= max_length. hparams.json files written "
-      "before it existed get the old rule, max_length + decode_extra_length, for learned tables "
-      "(so their checkpoints load).", min_value=1)
-  max_relative_position: int = setting(
-      16, "k of position_encoding=relative: attention distances clipped to [-k, k] [positions] "
-      "(t2t 20, OpenNMT-tf's examples 20, Shaw et al. 16).", min_value=1)
-  lr_schedule: str = setting(
-      "noam", "noam (eq. 3 of §5.3, the paper), inverse_sqrt (fairseq's inverse_sqrt: linear "
-      "warmup to peak_learning_rate, then ~ 1/sqrt(step)) or constant (the same warmup, then "
-      "peak_learning_rate; with cooldown_steps the warmup-stable-decay schedule); see "
-      "training.schedule.", choices=("noam", "inverse_sqrt", "constant"))
-  learning_rate_constant: float = setting(
-      1.0, "Constant multiplier of eq. 3 (1.0 paper, 2.0 tensor2tensor, whose name this is); noam "
-      "only.", above=0)
-  peak_learning_rate: float = setting(
-      0.0, "The rate at the end of warmup; inverse_sqrt and constant only (must be positive "
-      "there).",
-      min_value=0)
-  warmup_steps: int = setting(4000, "Warmup of every schedule [steps].", min_value=1)
-  cooldown_steps: int = setting(
-      0, "The last cooldown_steps of train_steps take the rate linearly down to 0 (the "
-      "warmup-stable-decay cooldown, training.schedule.CooldownSchedule); 0 disables it "
-      "[steps]. Must be <= train_steps.", min_value=0)
-  adam_beta1: float = setting(0.9, "Adam's beta1 (§5.3).", min_value=0, below=1)
-  adam_beta2: float = setting(0.98, "Adam's beta2 (§5.3).", min_value=0, below=1)
-  adam_epsilon: float = setting(1e-9, "Adam's epsilon (§5.3).", above=0)
-  clip_norm: float = setting(0.0, "Global gradient-norm clipping; 0 disables it.", min_value=0)
-  train_steps: int = setting(100000, "Optimizer updates to run [steps].", min_value=1)
-  batch_tokens: int = setting(
-      3125, "Token budget of one replica's batch [tokens]; a step uses batch_tokens x replicas "
-      "x accum_steps.", min_value=1)
-  average_last: int = setting(
-      5, "At the end of training, average the last N checkpoints into model_dir/averaged/, and "
-      "the default N of the average command (§6.1: 5 for base, 20 for big; 0: off).",
-      min_value=0)
-  beam_size: int = setting(4, "Beam width of decoding (§6.1).", min_value=1)
-  alpha: float = setting(0.6, "GNMT length-penalty exponent of decoding (§6.1).", min_value=0)
-  decode_extra_length: int = setting(
-      50, "Maximum output length = input length + this [tokens] (§6.1).", min_value=0)
 
   def __post_init__(self):
     try:

@@ -17,8 +17,35 @@ from t2t_repro.settings import setting
 
 
 @dataclasses.dataclass(frozen=True)
-class DecodeConfig:
-  """Beam-search (or sampling) settings. Each field's metadata (`settings.setting`) holds
+class SearchConfig:
+  """The decoding group of the hparams: what a model's decoding defaults to (Vaswani et al.
+  2017, §6.1 translation, §6.3 parsing). `t2t_repro.hparams.HParams` and `DecodeConfig`
+  both inherit these fields, so each has one help, default and range.
+
+  Raises:
+    errors.UsageError (a ValueError): a field outside its range.
+  """
+
+  beam_size: int = setting(
+      4, "Beam width of decoding (§6.1: 4; §6.3 parsing: 21). A decoding command's default: the "
+      "model's hparams.", min_value=1)
+  alpha: float = setting(
+      0.6, "GNMT length-penalty exponent, Wu et al. 2016 eq. 14 (§6.1: 0.6; §6.3 parsing: 0.3). "
+      "A decoding command's default: the model's hparams.", min_value=0,
+      why=" (early termination assumes it)")
+  decode_extra_length: int = setting(
+      50, "Maximum output length = source length + this [tokens, EOS included on both sides] "
+      "(§6.1: 50; §6.3 parsing: 300). A decoding command's default: the model's hparams.",
+      min_value=0)
+
+  def __post_init__(self):
+    settings.check(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodeConfig(SearchConfig):
+  """Beam-search (or sampling) settings: `SearchConfig`'s and those of one decoding run.
+  Each field's metadata (`settings.setting`) holds
   its help, the flag's, and its range; the commands generate their decoding flags from
   the fields (`t2t_repro.commands.config_flags`), each None by default ("resolve": the
   hparams' value).
@@ -33,13 +60,6 @@ class DecodeConfig:
       names the fields.
   """
 
-  beam_size: int = setting(4, "Beam width (default: hparams.beam_size; paper 4).", min_value=1)
-  alpha: float = setting(
-      0.6, "GNMT length-penalty exponent, Wu et al. 2016 eq. 14 (default: hparams.alpha; paper "
-      "0.6).", min_value=0, why=" (early termination assumes it)")
-  decode_extra_length: int = setting(
-      50, "Maximum output length = source length + this [tokens, EOS included on both sides] "
-      "(default: hparams.decode_extra_length; paper 50).", min_value=0)
   decode_batch_tokens: int = setting(
       4096, "Padded source tokens per decoding batch, rows x padded length (default: 4096); a "
       "longer sentence gets a batch of its own.", min_value=1)
