@@ -28,7 +28,7 @@ COMMAND_ONLY_FLAGS = frozenset({
     # shared_flags
     "model_dir", "checkpoint_path", "inference_dtype",
     # train
-    "list_hparams",
+    "list_hparams", "describe",
     # translate
     "input_file", "output_file", "alignments", "alignment_layer", "alignment_file", "progress",
     "buffer_size", "buffer_seconds", "target_prefix_file", "evaluate", "ref", "tgt_lang",

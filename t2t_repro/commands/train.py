@@ -53,13 +53,16 @@ FLAGS = flags.FLAGS
 
 def define_flags():
   """One flag per `TrainConfig` field, generated from it (`config_flags.define`: name, type,
-  default, help, choices, range), and --list_hparams."""
+  default, help, choices, range), --list_hparams and --describe."""
   config_flags.define(TrainConfig, extra_help={
       "hparams": f" Sets (configs/, --list_hparams describes them): "
                  f"{', '.join(hparams_lib.list_hparams())}.",
       "problem": f" One of: {', '.join(list_problems())}."})
   flags.DEFINE_bool("list_hparams", False, "Print every hparam set with its parent and "
                     "description, then exit.")
+  flags.DEFINE_bool("describe", False, "Print every hparam of --hparams (with "
+                    "--hparams_override, --train_steps, --batch_tokens, --average_last) with its "
+                    "value, default, range and help, then exit (docs/CONFIG.md lists them all).")
 
 
 def config_from_flags():
@@ -82,5 +85,13 @@ def main(argv):
     raise errors.UsageError(f"unexpected arguments: {argv[1:]}")
   if FLAGS.list_hparams:
     print(describe_hparams())
+    return
+  if FLAGS.describe:
+    from t2t_repro import describe  # pylint: disable=import-outside-toplevel
+    config = config_from_flags()
+    hp = hparams_lib.get_hparams(config.hparams, config.hparams_override,
+                                 train_steps=config.train_steps, batch_tokens=config.batch_tokens,
+                                 average_last=config.average_last)
+    print(describe.hparams_table(hp, config.hparams))
     return
   train(config_from_flags())
