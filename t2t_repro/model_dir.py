@@ -50,6 +50,7 @@ EMA_DIR = "ema"
 BEST_INFO_FILE = "best.json"
 AVERAGED_INFO_FILE = "averaged.json"
 EMA_INFO_FILE = "ema.json"
+DECODING_FILE = "decoding.json"  # beam_size and alpha chosen on dev (`decoding.tuning`)
 PARSE_DATA_DIR = "data"
 PARSE_DECODE_DIR = "decode"
 PARSE_SCORES_FILE = "parse_scores.json"

@@ -32,8 +32,9 @@ COMMAND_ONLY_FLAGS = frozenset({
     # translate
     "input_file", "output_file", "alignments", "alignment_layer", "alignment_file", "progress",
     "buffer_size", "buffer_seconds", "target_prefix_file", "evaluate", "ref", "tgt_lang",
-    # evaluate, validate, score
-    "hyp", "src", "tgt", "split", "output_json", "normalized", "per_piece", "header",
+    # evaluate, validate, score, tune
+    "hyp", "src", "tgt", "split", "output_json", "normalized", "per_piece", "header", "beam_sizes",
+    "metric",
     # export
     "export_dir", "overwrite", "format", "quantization",
     # summary

@@ -9,7 +9,7 @@ import os
 import sys
 
 # The commands, by name (module t2t_repro.commands.<name>).
-COMMANDS = ("train", "translate", "evaluate", "validate", "score", "export", "summary",
+COMMANDS = ("train", "translate", "evaluate", "validate", "score", "tune", "export", "summary",
             "average", "parse", "plot_attention", "download", "stats")
 
 

@@ -22,7 +22,7 @@ from absl import logging
 
 from t2t_repro import errors, fileio
 from t2t_repro.commands import shared_flags
-from t2t_repro.data import problems
+from t2t_repro.commands import split_flags
 from t2t_repro.model_dir import ModelDir
 
 FLAGS = flags.FLAGS
@@ -31,51 +31,18 @@ FLAGS = flags.FLAGS
 def define_flags():
   shared_flags.define_model_dir()
   shared_flags.define_checkpoint_path()
-  flags.DEFINE_string("src", None, "Source file, one sentence per line (with --tgt).")
-  flags.DEFINE_string("tgt", None, "Target file aligned with --src.")
-  flags.DEFINE_string("problem", None, "Named data source (default: the run's, from its "
-                      "flags.json); see `python -m t2t_repro.stats --help`.")
-  flags.DEFINE_string("data_dir", None, "Data folder of --problem (default: the run's, else "
-                      "$T2T_DATA_DIR).")
-  flags.DEFINE_string("split", "dev", "Split of the problem to score (train, dev, test, ...).")
+  split_flags.define()
   flags.DEFINE_integer("batch_tokens", None, "Padded tokens per batch and side (default: the "
                        "model's hparams batch_tokens).", lower_bound=1)
   flags.DEFINE_string("output_json", None, "Also write the result as JSON to this file.")
 
 
-def _pairs():
-  """(streamed corpus, description) of the data the flags name: read once, in bounded
-  memory, whatever its size (`data.corpus`)."""
-  if FLAGS.src or FLAGS.tgt:
-    if not (FLAGS.src and FLAGS.tgt):
-      raise errors.UsageError("--src and --tgt go together")
-    if FLAGS.problem:
-      raise errors.UsageError("give either --src/--tgt or --problem, not both")
-    from t2t_repro.data import corpus  # pylint: disable=import-outside-toplevel
-    return corpus.ParallelCorpus([(FLAGS.src, FLAGS.tgt)]), f"{FLAGS.src}, {FLAGS.tgt}"
-  run = ModelDir(FLAGS.model_dir).read_flags()
-  name = FLAGS.problem or run.get("problem")
-  if not name:
-    raise errors.UsageError(f"--model_dir={FLAGS.model_dir} has no flags.json naming its problem: "
-                         "give --problem or --src/--tgt")
-  same_run = name == run.get("problem")
-  files = {k: run.get(k) for k in ("train_src", "train_tgt", "dev_src", "dev_tgt", "test_src",
-                                   "test_tgt")} if same_run else {}
-  try:
-    problem = problems.get_problem(
-        name, FLAGS.data_dir or (run.get("data_dir") if same_run else None), **files)
-  except ValueError as e:
-    raise errors.UsageError(f"--problem={name}: {e}") from None
-  if FLAGS.split not in problem.splits:
-    raise errors.UsageError(f"--split={FLAGS.split}: {name} has the splits "
-                         f"{', '.join(problem.splits)}")
-  return problem.corpus(FLAGS.split), f"{name} {FLAGS.split}"
-
-
 def main(argv):
   if len(argv) > 1:
     raise errors.UsageError(f"unexpected arguments: {argv[1:]}")
-  pairs, data = _pairs()
+  files, data = split_flags.file_pairs(FLAGS.model_dir)
+  from t2t_repro.data import corpus  # pylint: disable=import-outside-toplevel
+  pairs = corpus.ParallelCorpus(files)
   from t2t_repro.decoding import loading  # pylint: disable=import-outside-toplevel
   from t2t_repro.training.perplexity import perplexity  # pylint: disable=import-outside-toplevel
   checkpoint = ModelDir(FLAGS.model_dir).resolve_checkpoint(FLAGS.checkpoint_path)

@@ -25,7 +25,7 @@ from t2t_repro import errors
 from t2t_repro.decoding.config import INFERENCE_DTYPES
 from t2t_repro.decoding.ensemble import Ensemble
 from t2t_repro.hparams import HParams
-from t2t_repro.model_dir import ModelDir
+from t2t_repro.model_dir import DECODING_FILE, ModelDir
 from t2t_repro.model.transformer import Transformer
 from t2t_repro.model.weights import restore_weights
 
@@ -42,7 +42,8 @@ def load_for_inference(model_dir, checkpoint_path=None, inference_dtype="float32
       logits, as in mixed-precision training); BLEU change and speed: docs/BENCHMARKS.md.
 
   Returns:
-    (model: `Transformer` with restored weights, hparams: `HParams`,
+    (model: `Transformer` with restored weights, hparams: `HParams` (with beam_size and
+     alpha of `{model_dir}/decoding.json` where `tune` wrote one, `tuned_hparams`),
      tokenizer: `data.vocab.Tokenizer` of `{model_dir}/vocab.model`).
 
   Raises:
@@ -55,7 +56,7 @@ def load_for_inference(model_dir, checkpoint_path=None, inference_dtype="float32
     raise ValueError(f"inference_dtype must be one of {INFERENCE_DTYPES}, got {inference_dtype!r}")
   files = ModelDir(model_dir)
   files.check_files()
-  hparams = files.read_hparams()
+  hparams = tuned_hparams(files)
   tokenizer = Tokenizer.from_file(files.vocab_path)
   checkpoint_path = files.resolve_checkpoint(checkpoint_path)
   policy = keras.mixed_precision.global_policy()
@@ -67,6 +68,20 @@ def load_for_inference(model_dir, checkpoint_path=None, inference_dtype="float32
     keras.mixed_precision.set_global_policy(policy)
   restore_weights(model, checkpoint_path)
   return model, hparams, tokenizer
+
+
+def tuned_hparams(files):
+  """The hparams of the model dir `files` (a `ModelDir`), with the beam_size and alpha that
+  `tune` chose on a dev set (`decoding.json`, `decoding.tuning`) in place of the set's: the
+  defaults of every decoding command, a flag still overriding them."""
+  hparams = files.read_hparams()
+  choice = files.read_json(DECODING_FILE, required=False)
+  if choice is None:
+    return hparams
+  logging.info("decoding settings of %s: beam_size %d, alpha %g (chosen on %s by %s %.2f)",
+               files.file(DECODING_FILE), choice["beam_size"], choice["alpha"],
+               choice.get("dev", "dev"), choice.get("metric", ""), choice.get("value", 0))
+  return hparams.replace(beam_size=choice["beam_size"], alpha=choice["alpha"])
 
 
 class EnsembleError(errors.UsageError):

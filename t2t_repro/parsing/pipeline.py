@@ -27,6 +27,7 @@ from t2t_repro import hparams as hparams_lib
 from t2t_repro.model_dir import ModelDir
 from t2t_repro.parsing import augment, evalb
 from t2t_repro.parsing import treebank
+from t2t_repro.decoding import tuning
 from t2t_repro.parsing import trees as trees_lib
 from t2t_repro.parsing.prepare import read_data_stats
 from t2t_repro.training.config import TrainConfig
@@ -329,7 +330,8 @@ def _lines_text(lines):
 
 
 def choose_alpha(translator, data_dir, output_dir, alphas, *, max_sentences=0, leaves="word"):
-  """The length-penalty exponent with the best dev F1: decodes ``dev`` once per value.
+  """The length-penalty exponent with the best dev F1: decodes ``dev`` once per value
+  (`decoding.tuning.grid_search`, as translation's `tune` does over beam sizes too).
 
   The outputs of each value go to ``{output_dir}/alpha_{value}/``, and those of the
   chosen value are also copied to ``{output_dir}/dev.pred.{tgt,tree}`` (the files
@@ -351,18 +353,20 @@ def choose_alpha(translator, data_dir, output_dir, alphas, *, max_sentences=0, l
     the errors of ``decode_split`` (e.g. FileNotFoundError: no dev split).
   """
   output_dir = ModelDir(output_dir)
-  best, sweep = None, {}
-  for alpha in alphas:
-    translator.config = dataclasses.replace(translator.config, alpha=alpha)
+
+  def evaluate(current):
+    alpha = current.config.alpha
     result, info = decode_split(
-        translator, data_dir, "dev",
+        current, data_dir, "dev",
         output_dir.subdir(model_dir_lib.PARSE_ALPHA_DIR.format(alpha=alpha)),
         max_sentences=max_sentences, leaves=leaves)
-    sweep[f"{alpha:g}"] = f1 = result.all.f1
-    if best is None or f1 > best[0]:
-      best = (f1, alpha, (result, info))
-  _, alpha, (result, info) = best
-  translator.config = dataclasses.replace(translator.config, alpha=alpha)
+    return result.all.f1, (result, info)
+
+  beam_size = translator.config.beam_size
+  best, (result, info), rows = tuning.grid_search(
+      translator, [(beam_size, alpha) for alpha in alphas], evaluate)
+  alpha = best["alpha"]
+  sweep = {f"{row['alpha']:g}": row["value"] for row in rows}
   for key, name in (("predictions", model_dir_lib.PARSE_PREDICTIONS_FILE),
                     ("trees", model_dir_lib.PARSE_TREES_FILE)):
     name = name.format(split="dev")

@@ -1,0 +1,85 @@
+r"""Choose beam size and length penalty on a dev set: `python -m t2t_repro.tune` (`t2t-tune`).
+
+  python -m t2t_repro.tune --model_dir=runs/m30k/averaged --beam_sizes=4,5 --alphas=0.6,1.0,1.4
+
+Translates the dev split (by default the `dev` split of the run's problem, from its
+flags.json; or --problem/--data_dir/--split, or --src/--tgt files) once per beam size x
+alpha, scores each with cased sacreBLEU (13a), lowercased tokenized BLEU and chrF
+(`t2t_repro.evaluation`), prints the table and writes the best by --metric to
+`{model_dir}/decoding.json`. `translate`, `score`, `export` and the other decoding commands
+then use that beam size and alpha by default; a flag still overrides them. Vaswani et al.
+2017 chose theirs the same way (§6.1: "chosen after experimentation on the development
+set"); the decoding is `decoding.tuning.tune_decoding`.
+"""
+
+import os
+
+from absl import flags
+from absl import logging
+
+from t2t_repro import errors
+from t2t_repro import fileio
+from t2t_repro.commands import config_flags
+from t2t_repro.commands import shared_flags
+from t2t_repro.commands import split_flags
+from t2t_repro.decoding import config as decode_config
+
+FLAGS = flags.FLAGS
+METRICS = ("sacrebleu", "chrf", "bleu_lc_tok")  # `decoding.tuning.METRICS`, without TensorFlow
+
+
+def define_flags():
+  shared_flags.define_model_dir("Model directory to tune (a run, its best/ or averaged/); "
+                                "decoding.json is written there.")
+  shared_flags.define_checkpoint_path()
+  split_flags.define()
+  flags.DEFINE_list("beam_sizes", ["4", "5"], "Beam sizes of the grid.")
+  flags.DEFINE_list("alphas", ["0.6", "1.0"], "Length-penalty exponents (alpha) of the grid.")
+  flags.DEFINE_enum("metric", "sacrebleu", list(METRICS), "The score maximized: cased "
+                    "sacreBLEU (13a), chrF, or lowercased Moses-tokenized BLEU.")
+  flags.DEFINE_string("tgt_lang", None, "Target language of the tokenized BLEU (default: the "
+                      "reference file's extension if two letters, else 'de').")
+  config_flags.define(decode_config.DecodeConfig,
+                      names=("decode_extra_length", "decode_batch_tokens", "max_input_length"),
+                      none_defaults=True)
+
+
+def _numbers(flag, values, kind, low):
+  try:
+    numbers = [kind(v) for v in values]
+  except ValueError:
+    raise errors.UsageError(f"--{flag}={','.join(values)}: not a list of {kind.__name__}s") from None
+  if not numbers or min(numbers) < low:
+    raise errors.UsageError(f"--{flag}={','.join(values)}: give values >= {low}")
+  return numbers
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise errors.UsageError(f"unexpected arguments: {argv[1:]}")
+  beam_sizes = _numbers("beam_sizes", FLAGS.beam_sizes, int, 1)
+  alphas = _numbers("alphas", FLAGS.alphas, float, 0)
+  files, data = split_flags.file_pairs(FLAGS.model_dir)
+  sources = [line for src, _ in files for line in fileio.read_lines(src)]
+  references = [line for _, tgt in files for line in fileio.read_lines(tgt)]
+  if len(sources) != len(references):
+    raise errors.DataError(f"{data}: {len(sources)} source lines but {len(references)} "
+                           "reference lines")
+  ext = os.path.splitext(files[0][1])[1][1:]
+  tgt_lang = FLAGS.tgt_lang or (ext if len(ext) == 2 and ext.isalpha() else "de")
+  # pylint: disable-next=import-outside-toplevel
+  from t2t_repro.decoding import loading, translator as translator_lib, tuning
+  model, hparams, tokenizer, paths = loading.load_models(
+      loading.split_names(FLAGS.model_dir), loading.split_names(FLAGS.checkpoint_path))
+  config = decode_config.DecodeConfig.resolve(hparams, **config_flags.values(
+      decode_config.DecodeConfig))
+  translator = translator_lib.Translator(model, tokenizer, config)
+  logging.info("tuning on %s (%d lines): beam sizes %s x alphas %s, %s", data, len(sources),
+               beam_sizes, alphas, FLAGS.metric)
+  choice = tuning.tune_decoding(translator, sources, references, beam_sizes, alphas,
+                                FLAGS.metric, tgt_lang)
+  choice.update(dev=data, checkpoint=paths[0])
+  print(tuning.format_grid(choice))
+  tuning.write_choice(FLAGS.model_dir, choice)
+  print(f"chose beam_size {choice['beam_size']}, alpha {choice['alpha']:g} ({FLAGS.metric} "
+        f"{choice['value']:.2f} on {data}); wrote {os.path.join(FLAGS.model_dir, 'decoding.json')}")
