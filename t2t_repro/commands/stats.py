@@ -14,6 +14,7 @@ from absl import flags
 
 from t2t_repro import errors
 from t2t_repro.data import problems
+from t2t_repro.hparams import HParams
 from t2t_repro.training.config import TrainConfig
 
 FLAGS = flags.FLAGS
@@ -28,7 +29,9 @@ def define_flags():
   for name in SPLIT_FILE_FLAGS:
     flags.DEFINE_string(name, None, f"File(s) of {name} (parallel_text, or to replace a split's "
                         "files); comma-separated files or globs for aligned shards.")
-  flags.DEFINE_integer("batch_tokens", 4096, "Padded tokens per batch and side, per replica.")
+  flags.DEFINE_integer("batch_tokens", HParams.batch_tokens, "Token budget of one replica's "
+                       "training batch, as the hparam batch_tokens [tokens] (default: base's).",
+                       lower_bound=1)
   flags.DEFINE_integer("max_length", 256, "Longest training example [tokens, EOS included].")
   flags.DEFINE_integer("vocab_size", None, "BPE pieces (default: the problem's).")
   flags.DEFINE_string("vocab_dir", None, "Cache folder of the vocabulary and the corpus "
