@@ -30,7 +30,7 @@ def fixture_loaded(trained_run):
 def _samples(loaded, lines, **settings):
   """(ids tuples, scores) of every sample of `lines` at temperature 1, alpha 0, seed 3."""
   model, _, tokenizer = loaded
-  config = DecodeConfig(sampling_temperature=1.0, alpha=0.0, seed=3, **settings)
+  config = DecodeConfig(sampling_temperature=1.0, alpha=0.0, sampling_seed=3, **settings)
   nbest = Translator(model, tokenizer, config).nbest(lines, return_ids=True)
   hyps = [hyp for line in nbest for hyp in line]
   return [tuple(h.ids) for h in hyps], np.array([h.score for h in hyps])
@@ -110,7 +110,7 @@ def test_same_text_lines_get_independent_samples(draws):
 
 def _translate(model_dir, args, stdin):
   return subprocess.run([sys.executable, "-m", "t2t_repro.translate", f"--model_dir={model_dir}",
-                         "--sampling_temperature=1", "--seed=1", "--progress=false", *args],
+                         "--sampling_temperature=1", "--sampling_seed=1", "--progress=false", *args],
                         input=stdin, capture_output=True, text=True, cwd=_REPO, check=False,
                         timeout=600)
 

@@ -181,4 +181,21 @@ def test_settings_range_text():
   fields = {f.name: f for f in dataclasses.fields(DecodeConfig)}
   assert settings.range_text(fields["sampling_topp"]) == "in (0, 1.0]"
   assert settings.range_text(fields["beam_size"]) == ">= 1"
-  assert settings.range_text(fields["seed"]) == ">= 0"
+  assert settings.range_text(fields["sampling_seed"]) == ">= 0"
+
+
+def test_a_name_shared_by_two_configs_has_one_meaning():
+  """A field of two of HParams, TrainConfig and DecodeConfig has the same default in both,
+  or None in one of them ("inherit")."""
+  configs = {c.__name__: {f.name: f.default for f in dataclasses.fields(c)}
+             for c in (HParams, TrainConfig, DecodeConfig)}
+  names = list(configs)
+  shared = []
+  for i, first in enumerate(names):
+    for second in names[i + 1:]:
+      for name in configs[first].keys() & configs[second].keys():
+        a, b = configs[first][name], configs[second][name]
+        shared.append(name)
+        assert a == b or a is None or b is None, (first, second, name, a, b)
+  assert {"beam_size", "train_steps", "batch_tokens", "average_last"} <= set(shared)
+  assert "seed" not in configs["DecodeConfig"]  # the sampling seed is `sampling_seed`

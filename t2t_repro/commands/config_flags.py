@@ -60,7 +60,8 @@ COMMAND_ONLY_FLAGS = frozenset({
 # Flags renamed since the previous release, kept for one more as aliases of their new names
 # (absl's DEFINE_alias: same value, same checks), each giving one warning line when given:
 # {old name: new name}. `define` adds the alias of a field it defines; `average` its own.
-DEPRECATED_ALIASES = {"batch_tokens": "decode_batch_tokens", "num_last": "average_last"}
+DEPRECATED_ALIASES = {"batch_tokens": "decode_batch_tokens", "num_last": "average_last",
+                      "seed": "sampling_seed"}
 
 
 def define_deprecated_alias(old, flag_values=flags.FLAGS):

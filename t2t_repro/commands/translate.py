@@ -45,7 +45,7 @@ averaged over heads: Pharaoh "i-j" pairs or a JSON object per line
 
 --sampling_topk=K, --sampling_topp=P and/or --sampling_temperature=T draw the outputs at
 random instead (`t2t_repro.decoding.sampling`; --n_samples=N per line, as --n_best's lines
-when N > 1; --seed): a line's samples depend only on --seed, its line number and the
+when N > 1; --sampling_seed): a line's samples depend only on --sampling_seed, its line number and the
 sample's index, so neither --decode_batch_tokens nor reading a file or a pipe changes them, and
 equal lines get independent samples. --target_prefix_file=F forces each line's output to
 start with that line of F (an empty line: no prefix), then decoding continues

@@ -83,7 +83,7 @@ class DecodeConfig(SearchConfig):
   n_samples: int = setting(
       1, "Outputs drawn per sentence when sampling (default 1); written as `n_best`'s "
       "'i<TAB>score<TAB>translation' lines when > 1.", min_value=1)
-  seed: int = setting(
+  sampling_seed: int = setting(
       0, "Seed of the sampling draws (default 0): a line's samples depend only on the seed, "
       "its line number and the sample's index, whatever `decode_batch_tokens` and whether read "
       "from a "
@@ -165,7 +165,8 @@ ALIGNMENT_KINDS = ("hard", "soft")
 # beam search's, and sampling's.
 SEARCH_FIELDS = ("beam_size", "alpha", "decode_extra_length", "decode_batch_tokens", "n_best",
                  "max_input_length")
-SAMPLING_FIELDS = ("sampling_topk", "sampling_topp", "sampling_temperature", "n_samples", "seed")
+SAMPLING_FIELDS = ("sampling_topk", "sampling_topp", "sampling_temperature", "n_samples",
+                   "sampling_seed")
 
 
 def check_positions(max_positions, source_length, decode_extra_length, where="the input"):

@@ -119,7 +119,7 @@ class Translator:
                              top_k=cfg.sampling_topk or 0, top_p=cfg.sampling_topp or 1.0,
                              temperature=(1.0 if cfg.sampling_temperature is None
                                           else cfg.sampling_temperature),
-                             seed=cfg.seed, eos_id=EOS_ID, constraint=constraint,
+                             seed=cfg.sampling_seed, eos_id=EOS_ID, constraint=constraint,
                              line_ids=line_ids)
     return beam_search.search(self.model, inputs, lengths, cfg.alpha, beam_size=cfg.beam_size,
                               n_best=cfg.n_best, eos_id=EOS_ID, constraint=constraint)
