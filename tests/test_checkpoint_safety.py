@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -93,3 +94,33 @@ def test_resume_removes_leftovers(tmp_path, shared_data_dir):
   assert flags["accum_steps"] == 1 and flags["replicas"] == 1 and "update" not in flags
   assert not checkpoints.partial_checkpoints(str(model_dir))
   assert tf.train.latest_checkpoint(str(model_dir)).endswith("ckpt-1")
+
+
+def test_checkpoints_after_a_resume_equal_the_uninterrupted_runs(tmp_path):
+  """A trainer restored from ckpt-2 writes a ckpt-3 equal to that of the trainer that wrote
+  ckpt-1..3 in one go, in every tensor (save_counter, the checkpoint's count of its saves,
+  included: a new process used to restart it at 1)."""
+  hp = get_hparams("tiny", "vocab_size=40,dropout=0")
+
+  def save(trainer, step):
+    trainer.optimizer.iterations.assign(step)
+    return trainer.save()
+
+  keras.utils.set_random_seed(1)
+  whole = Trainer(hp, make_strategy("one_device"), str(tmp_path / "whole"))
+  for step in (1, 2, 3):
+    save(whole, step)
+  keras.utils.set_random_seed(1)
+  first = Trainer(hp, make_strategy("one_device"), str(tmp_path / "parts"))
+  save(first, 1)
+  save(first, 2)
+  resumed = Trainer(hp, make_strategy("one_device"), str(tmp_path / "parts"))
+  assert resumed.restore().endswith("ckpt-2")
+  save(resumed, 3)
+  readers = [tf.train.load_checkpoint(str(tmp_path / d / "ckpt-3")) for d in ("whole", "parts")]
+  names = [n for n in readers[0].get_variable_to_shape_map() if "CHECKPOINTABLE" not in n]
+  assert "save_counter/.ATTRIBUTES/VARIABLE_VALUE" in names and len(names) > 100
+  assert sorted(names) == sorted(n for n in readers[1].get_variable_to_shape_map()
+                                 if "CHECKPOINTABLE" not in n)
+  for name in names:
+    np.testing.assert_array_equal(readers[0].get_tensor(name), readers[1].get_tensor(name), name)

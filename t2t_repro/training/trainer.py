@@ -27,6 +27,8 @@ from t2t_repro.training.loss import batch_loss_sums
 from t2t_repro.training.schedule import make_schedule
 
 SUM = tf.distribute.ReduceOp.SUM
+# tf.train.Checkpoint's count of its saves, a tensor of every checkpoint.
+_SAVE_COUNTER = "save_counter/.ATTRIBUTES/VARIABLE_VALUE"
 
 
 def checkpoint_children(path):
@@ -219,9 +221,11 @@ class Trainer:
     return int(self.optimizer.iterations.numpy())
 
   def restore(self):
-    """Restores the latest checkpoint of model_dir, if any: weights, optimizer and the dropout
-    generators' states (checkpoints written before those were saved restore without them).
-    The input position is restored by `attach_input`. Returns the path or None.
+    """Restores the latest checkpoint of model_dir, if any: weights, optimizer, the dropout
+    generators' states (checkpoints written before those were saved restore without them)
+    and the checkpoint's `save_counter` (so the checkpoints written after a resume equal the
+    uninterrupted run's in every tensor). The input position is restored by `attach_input`.
+    Returns the path or None.
 
     Raises:
       AssertionError, ValueError, tf.errors.OpError: the checkpoint holds another model.
@@ -230,9 +234,13 @@ class Trainer:
     if path:
       tf.train.Checkpoint(model=self.model, optimizer=self.optimizer).restore(
           path).assert_existing_objects_matched().expect_partial()
-      if "dropout_seeds" in checkpoint_children(path):
+      children = checkpoint_children(path)
+      if "dropout_seeds" in children:
         tf.train.Checkpoint(dropout_seeds=self._seed_states).read(
             path).assert_existing_objects_matched().expect_partial()
+      if "save_counter" in children:
+        self.checkpoint.save_counter.assign(
+            tf.train.load_checkpoint(path).get_tensor(_SAVE_COUNTER))
     return path
 
   def input_context(self):
