@@ -29,9 +29,8 @@ folder behind (nothing before it does).
 import json
 import os
 import posixpath
-import uuid
 
-from t2t_repro import errors
+from t2t_repro import errors, staging
 from t2t_repro.hparams import HParams
 
 HPARAMS_FILE = "hparams.json"
@@ -229,11 +228,14 @@ class ModelDir:
 
   def write_bytes(self, name, data):
     """Writes `data` (bytes, or str as UTF-8) to the file `name`, staged: into a temporary
-    sibling, then renamed over `name`. After an error the old file (or none) is left and the
-    temporary one removed. Creates the folder."""
+    sibling (`staging.file_name`), then renamed over `name`. After an error the old file (or
+    none) is left and the temporary one removed. Creates the folder; removes the leftovers of
+    killed earlier writes of `name` (`staging.remove_leftovers`)."""
     gfile, path = _gfile(), self.file(name)
-    gfile.makedirs(posixpath.dirname(path) if _is_url(path) else os.path.dirname(path))
-    tmp = f"{path}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    folder, base = (posixpath if _is_url(path) else os.path).split(path)
+    gfile.makedirs(folder)
+    staging.remove_leftovers(folder, base)
+    tmp = _join(folder, staging.file_name(base))
     try:
       with gfile.GFile(tmp, "wb") as f:
         f.write(data.encode("utf-8") if isinstance(data, str) else data)
@@ -264,30 +266,43 @@ class ModelDir:
     sibling folder, then puts that folder in this one's place by renames (an existing folder
     is moved aside, then deleted). So the folder holds its old content, complete, until the
     new one is. After an error in `write` the staging folder is deleted and the folder is
-    untouched.
+    untouched. Leftovers of earlier writes of this folder that were killed are removed first
+    (`staging.remove_leftovers`).
 
     Returns:
       what `write` returned.
     """
     gfile = _gfile()
     path = self.path.rstrip("/")
-    parent, base = (posixpath if _is_url(path) else os.path).split(path)
-    token = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    staging = _join(parent, f".{base}.new-{token}")
-    gfile.makedirs(staging)
+    parent, base = self._parent_and_name()
+    staging.remove_leftovers(parent or ".", base)
+    new, old = (_join(parent, name) for name in staging.folder_names(base))
+    gfile.makedirs(new)
     try:
-      written = write(ModelDir(staging))
+      written = write(ModelDir(new))
     except BaseException:
-      gfile.rmtree(staging)
+      gfile.rmtree(new)
       raise
     if gfile.isdir(path):
-      old = _join(parent, f".{base}.old-{token}")
       gfile.rename(path, old)
-      gfile.rename(staging, path)
+      gfile.rename(new, path)
       gfile.rmtree(old)
     else:
-      gfile.rename(staging, path)
+      gfile.rename(new, path)
     return written
+
+  def _parent_and_name(self):
+    path = self.path.rstrip("/")
+    return (posixpath if _is_url(path) else os.path).split(path)
+
+  def remove_leftovers(self):
+    """Removes the leftovers of killed staged writes (`staging.remove_leftovers`) inside this
+    folder (best/, ema/, averaged/ and files) and beside it (of this folder itself): what
+    `train` does on resume. Logs nothing; returns (paths, bytes freed)."""
+    parent, base = self._parent_and_name()
+    inside, freed_inside = staging.remove_leftovers(self.path, warn=False)
+    beside, freed_beside = staging.remove_leftovers(parent or ".", base, warn=False)
+    return inside + beside, freed_inside + freed_beside
 
   def write_weights(self, model, step, source, info_name, info):
     """Writes this folder as a complete model dir of `model`'s weights (no optimizer): the

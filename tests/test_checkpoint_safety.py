@@ -6,6 +6,7 @@ import errno
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 
@@ -69,10 +70,19 @@ def test_disk_full_keeps_earlier_checkpoints(tmp_path, monkeypatch):
 
 
 def test_resume_removes_leftovers(tmp_path, shared_data_dir):
-  """A real resume (`python -m t2t_repro.train`) of a dir with leftovers deletes them."""
+  """A real resume (`python -m t2t_repro.train`) of a dir with leftovers deletes them: those
+  of checkpoint writes, and those of staged writes killed in it (best/, ema/, averaged/, a
+  file) and beside it (the model dir itself, killed while being created)."""
   model_dir = tmp_path / "model"
   shutil.copytree(make_trainer_dir(tmp_path / "trained", shared_data_dir), model_dir)
   _leftovers(str(model_dir))
+  gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                        capture_output=True, text=True, check=True).stdout.strip()
+  token = f"{gone}@{socket.gethostname()}-0123abcd"
+  staged = [model_dir / f".{name}.new-{token}" for name in ("best", "ema", "averaged")]
+  staged += [model_dir / f"flags.json.tmp-{token}", tmp_path / f".model.new-{token}"]
+  for path in staged:
+    path.mkdir() if path.name.startswith(".") else path.write_bytes(b"{}")
   # flags.json as runs before the settings were written once recorded them: an "update" block.
   with open(model_dir / "flags.json", "w", encoding="utf-8") as f:
     json.dump({"update": {"accum_steps": 2, "batch_tokens": 2048, "replicas": 1,
@@ -87,7 +97,8 @@ def test_resume_removes_leftovers(tmp_path, shared_data_dir):
       capture_output=True, text=True, timeout=600, check=False,
       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
   assert result.returncode == 0, result.stderr[-3000:]
-  assert "removed 2 leftovers of interrupted checkpoint writes (1024 bytes)" in result.stderr
+  assert "removed 7 leftovers of interrupted writes (1026 bytes)" in result.stderr
+  assert not any(path.exists() for path in staged)
   assert "changed update settings: accum_steps: saved 2 vs now 1" in result.stderr
   with open(model_dir / "flags.json", encoding="utf-8") as f:
     flags = json.load(f)
