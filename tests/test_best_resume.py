@@ -1,7 +1,8 @@
 """A run stopped between a dev evaluation and the end of its best/ write, or during the
-evaluation, and resumed by the same call ends with the best/, best.json and
-early_stopping.json of the run never stopped (docs/RELIABILITY.md). The stop is injected
-at a named point in-process (an exception that nothing catches, as a kill -9 there)."""
+evaluation, or by a full disk during the best/ write, and resumed by the same call ends with
+the best/, best.json and early_stopping.json of the run never stopped (docs/RELIABILITY.md).
+The stop is injected at a named point in-process (an exception that nothing catches, as a
+kill -9 there)."""
 
 import json
 
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from t2t_repro import errors
 from t2t_repro import model_dir as model_dir_lib
 from t2t_repro.training.api import train
 from t2t_repro.training.config import TrainConfig
@@ -71,6 +73,19 @@ def _stop_in_best_write(monkeypatch, step):
   monkeypatch.setattr(model_dir_lib.ModelDir, "write_weights", stopping)
 
 
+def _disk_full_in_best_write(monkeypatch, step):
+  """The device fills while best/'s checkpoint of `step` is written (TensorFlow's error)."""
+  write_weights = model_dir_lib.ModelDir.write_weights
+
+  def full(self, model, at, *args):
+    if at == step and ".best.new-" in self.path:
+      raise tf.errors.ResourceExhaustedError(
+          None, None, f"{self.path}/ckpt-{at}_temp/part-00000-of-00001.data-00000-of-00001."
+          "tempstate1; No space left on device")
+    return write_weights(self, model, at, *args)
+  monkeypatch.setattr(model_dir_lib.ModelDir, "write_weights", full)
+
+
 def _stop_in_evaluation(monkeypatch, step):
   """Stops the run inside the dev evaluation of `step` (after its checkpoint)."""
   evaluate = Evaluator.__call__
@@ -84,9 +99,10 @@ def _stop_in_evaluation(monkeypatch, step):
 
 @pytest.mark.parametrize("stop,step,min_improvement", [
     (_stop_in_best_write, EVAL_EVERY, 100.0), (_stop_in_best_write, STEPS, 0.0),
-    (_stop_in_evaluation, EVAL_EVERY, 100.0), (_stop_in_evaluation, STEPS, 100.0)],
+    (_stop_in_evaluation, EVAL_EVERY, 100.0), (_stop_in_evaluation, STEPS, 100.0),
+    (_disk_full_in_best_write, STEPS, 0.0)],
                          ids=["best_write_first", "best_write_last", "evaluation_first",
-                              "evaluation_last"])
+                              "evaluation_last", "disk_full_in_best_write"])
 def test_a_resumed_run_ends_with_the_best_of_the_run_never_stopped(
     multi30k_slice, uninterrupted, tmp_path, monkeypatch, stop, step, min_improvement):
   whole = uninterrupted(min_improvement)
@@ -95,8 +111,17 @@ def test_a_resumed_run_ends_with_the_best_of_the_run_never_stopped(
   assert json.loads(best_json.read_text())["step"] == best_step
   model_dir = tmp_path / "stopped"
   stop(monkeypatch, step)
-  with pytest.raises(_Killed):
-    _train(multi30k_slice, model_dir, min_improvement)
+  if stop is _disk_full_in_best_write:  # one line; best/ of the step before intact
+    with pytest.raises(errors.DiskFullError) as failed:
+      _train(multi30k_slice, model_dir, min_improvement)
+    assert str(failed.value) == (f"{model_dir}/best: cannot write it: no space left on device; "
+                                 "it is left as it was")
+    best_json = model_dir / model_dir_lib.BEST_DIR / model_dir_lib.BEST_INFO_FILE
+    assert json.loads(best_json.read_text())["step"] == EVAL_EVERY
+    assert sorted(p.name for p in model_dir.iterdir() if p.name.startswith(".")) == []
+  else:
+    with pytest.raises(_Killed):
+      _train(multi30k_slice, model_dir, min_improvement)
   monkeypatch.undo()
   assert tf.train.latest_checkpoint(str(model_dir)).endswith(f"ckpt-{step}")
   result = _train(multi30k_slice, model_dir, min_improvement)

@@ -16,6 +16,7 @@ import pytest
 import tensorflow as tf
 
 from model_dir_util import HPARAMS, make_trainer_dir
+from t2t_repro import errors
 from t2t_repro.hparams import get_hparams
 from t2t_repro.training import checkpoints
 from t2t_repro.training.trainer import Trainer, make_strategy
@@ -53,7 +54,7 @@ def test_disk_full_keeps_earlier_checkpoints(tmp_path, monkeypatch):
 
   monkeypatch.setattr(trainer.checkpoint, "_write", failing_write)
   trainer.optimizer.iterations.assign(5)
-  with pytest.raises(checkpoints.DiskFullError) as e:
+  with pytest.raises(errors.DiskFullError) as e:
     trainer.save()
   message = str(e.value)
   assert f"model_dir={tmp_path}" in message and "ckpt-5" in message

@@ -7,15 +7,14 @@ import os
 import socket
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
+from command_util import error_line, run_command
 from model_dir_util import make_model_dir
 from t2t_repro import errors, fileio, staging
 from t2t_repro.model_dir import ModelDir
 
-_ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
 _HOST = socket.gethostname()
 
 
@@ -83,18 +82,6 @@ def test_output_files_are_staged_and_their_leftovers_removed(tmp_path, dead_pid)
   assert os.listdir(tmp_path) == ["out.txt"] and not left.exists()
 
 
-def _command(code, command, *args):
-  """Runs `command` in a Python process that first runs `code` (an injected failure)."""
-  program = textwrap.dedent(code) + textwrap.dedent(f"""
-      import sys
-      from t2t_repro.commands import launch
-      sys.argv = [{command!r}, *{list(map(str, args))!r}]
-      launch.launch({command!r})
-      """)
-  return subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
-                        timeout=600, env=_ENV, check=False)
-
-
 # Ends the process at once (as kill -9: no cleanup) when the SavedModel has been written to
 # its staging folder, or (aside=True) between the two renames that replace an existing one.
 _KILL_IN_EXPORT = """
@@ -127,21 +114,19 @@ def test_a_killed_export_leaves_the_export_dir_absent_or_as_it_was(tmp_path, sha
     export_dir.mkdir()
     (export_dir / "old.txt").write_text("an earlier export")
     args.append("--overwrite")
-  killed = _command(_KILL_IN_EXPORT.format(aside=aside), "export", *args)
+  killed = run_command(_KILL_IN_EXPORT.format(aside=aside), "export", *args)
   assert killed.returncode == 9, killed.stderr[-3000:]
   left = sorted(os.listdir(export_dir.parent))
   assert [n[:7] for n in left] == ([".1.new-", ".1.old-"] if aside else [".1.new-"])
-  again = _command("", "export", *args)
+  again = run_command("", "export", *args)
   assert again.returncode == 0, again.stderr[-3000:]
   assert f"removed {len(left)} leftovers of interrupted writes" in again.stderr
   assert os.listdir(export_dir.parent) == ["1"]
   assert (export_dir / "saved_model.pb").exists() and not (export_dir / "old.txt").exists()
   if not aside:  # a non-empty --export_dir without --overwrite: one line, exit 2
-    refused = _command("", "export", *args)
-    assert refused.returncode == errors.USAGE_EXIT and "Traceback" not in refused.stderr
-    assert [line for line in refused.stderr.splitlines() if "error" in line] == [
-        f"export: error: --export_dir={export_dir} is not empty; give --overwrite to replace "
-        "it, or a new folder"]
+    line = error_line(run_command("", "export", *args), errors.USAGE_EXIT, "export")
+    assert line == (f"export: error: --export_dir={export_dir} is not empty; give --overwrite "
+                    "to replace it, or a new folder")
 
 
 def test_a_ctranslate2_export_is_staged(tmp_path, shared_data_dir, monkeypatch):

@@ -139,11 +139,16 @@ def check_update_settings(config, update):
 
 def restore_checked(trainer, model_dir):
   """Restores the latest checkpoint; one that does not fit the hparams is a usage error
-  (even when hparams.json is missing). Returns the checkpoint path or None."""
+  (even when hparams.json is missing), one whose files cannot be read a data error
+  (`model.weights.unreadable_checkpoint`: corrupt, incomplete, unreadable). Returns the
+  checkpoint path or None."""
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  from t2t_repro.model.weights import unreadable_checkpoint  # pylint: disable=import-outside-toplevel
   try:
     return trainer.restore()
   except (ValueError, AssertionError, tf.errors.OpError) as e:
+    if isinstance(e, tf.errors.OpError) and not isinstance(e, tf.errors.InvalidArgumentError):
+      raise unreadable_checkpoint(tf.train.latest_checkpoint(str(model_dir)), e) from None
     reason = str(e).strip().splitlines()[0][:300]
     raise errors.UsageError(f"`model_dir`={model_dir} holds checkpoints of another model "
                             f"({reason}); use a new `model_dir` or the hparams it was trained "
