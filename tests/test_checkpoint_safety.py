@@ -109,9 +109,10 @@ def test_resume_removes_leftovers(tmp_path, shared_data_dir):
 
 
 def test_checkpoints_after_a_resume_equal_the_uninterrupted_runs(tmp_path):
-  """A trainer restored from ckpt-2 writes a ckpt-3 equal to that of the trainer that wrote
-  ckpt-1..3 in one go, in every tensor (save_counter, the checkpoint's count of its saves,
-  included: a new process used to restart it at 1)."""
+  """A trainer that saved ckpt-2 and stopped at step 3 (SIGTERM saves the step it stops at),
+  restored from ckpt-3, writes a ckpt-4 equal to that of the trainer that wrote ckpt-2 and
+  ckpt-4 in one go, in every tensor: save_counter, tf.train.Checkpoint's count of its saves,
+  included (a new process restarted it at 1, and the stop's save counted; it is the step)."""
   hp = get_hparams("tiny", "vocab_size=40,dropout=0")
 
   def save(trainer, step):
@@ -120,16 +121,16 @@ def test_checkpoints_after_a_resume_equal_the_uninterrupted_runs(tmp_path):
 
   keras.utils.set_random_seed(1)
   whole = Trainer(hp, make_strategy("one_device"), str(tmp_path / "whole"))
-  for step in (1, 2, 3):
+  for step in (2, 4):
     save(whole, step)
   keras.utils.set_random_seed(1)
   first = Trainer(hp, make_strategy("one_device"), str(tmp_path / "parts"))
-  save(first, 1)
   save(first, 2)
+  save(first, 3)
   resumed = Trainer(hp, make_strategy("one_device"), str(tmp_path / "parts"))
-  assert resumed.restore().endswith("ckpt-2")
-  save(resumed, 3)
-  readers = [tf.train.load_checkpoint(str(tmp_path / d / "ckpt-3")) for d in ("whole", "parts")]
+  assert resumed.restore().endswith("ckpt-3")
+  save(resumed, 4)
+  readers = [tf.train.load_checkpoint(str(tmp_path / d / "ckpt-4")) for d in ("whole", "parts")]
   names = [n for n in readers[0].get_variable_to_shape_map() if "CHECKPOINTABLE" not in n]
   assert "save_counter/.ATTRIBUTES/VARIABLE_VALUE" in names and len(names) > 100
   assert sorted(names) == sorted(n for n in readers[1].get_variable_to_shape_map()

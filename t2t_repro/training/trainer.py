@@ -28,8 +28,6 @@ from t2t_repro.training.loss import batch_loss_sums
 from t2t_repro.training.schedule import make_schedule
 
 SUM = tf.distribute.ReduceOp.SUM
-# tf.train.Checkpoint's count of its saves, a tensor of every checkpoint.
-_SAVE_COUNTER = "save_counter/.ATTRIBUTES/VARIABLE_VALUE"
 
 
 def checkpoint_children(path):
@@ -222,11 +220,9 @@ class Trainer:
     return int(self.optimizer.iterations.numpy())
 
   def restore(self):
-    """Restores the latest checkpoint of model_dir, if any: weights, optimizer, the dropout
-    generators' states (checkpoints written before those were saved restore without them)
-    and the checkpoint's `save_counter` (so the checkpoints written after a resume equal the
-    uninterrupted run's in every tensor). The input position is restored by `attach_input`.
-    Returns the path or None.
+    """Restores the latest checkpoint of model_dir, if any: weights, optimizer and the dropout
+    generators' states (checkpoints written before those were saved restore without them).
+    The input position is restored by `attach_input`. Returns the path or None.
 
     Raises:
       AssertionError, ValueError, tf.errors.OpError: the checkpoint holds another model.
@@ -235,13 +231,9 @@ class Trainer:
     if path:
       tf.train.Checkpoint(model=self.model, optimizer=self.optimizer).restore(
           path).assert_existing_objects_matched().expect_partial()
-      children = checkpoint_children(path)
-      if "dropout_seeds" in children:
+      if "dropout_seeds" in checkpoint_children(path):
         tf.train.Checkpoint(dropout_seeds=self._seed_states).read(
             path).assert_existing_objects_matched().expect_partial()
-      if "save_counter" in children:
-        self.checkpoint.save_counter.assign(
-            tf.train.load_checkpoint(path).get_tensor(_SAVE_COUNTER))
     return path
 
   def input_context(self):
@@ -290,11 +282,17 @@ class Trainer:
     """Writes a checkpoint (the CheckpointManager writes the `checkpoint` index file last,
     atomically, so a crash mid-save leaves the previous checkpoint as the latest).
 
+    `tf.train.Checkpoint` keeps a count of its saves, `save_counter`, in every checkpoint; it
+    is set to the step here, so that the checkpoint of step N is the same tensor for tensor
+    however the run was stopped and resumed (a count restarts at 1 in a resumed process, and
+    counts the extra save of a SIGTERM stop).
+
     Raises:
       errors.DiskFullError: the device is full; errors.WriteError: the write is refused
         (permission, read-only filesystem). The partial files are removed, the earlier
         checkpoints are intact; the message names the model dir (and the bytes needed).
     """
+    self.checkpoint.save_counter.assign(self.step - 1)  # the manager's save adds 1
     try:
       path = self.manager.save(checkpoint_number=self.optimizer.iterations)
     except (OSError, tf.errors.OpError) as e:
