@@ -23,6 +23,7 @@ This module imports nothing of the project, so every layer may import it.
 import contextlib
 import difflib
 import errno
+import os
 import re
 import sys
 
@@ -125,7 +126,8 @@ def writing(path):
   """Turns a full disk or a refused write inside the block into ONE line naming `path`: a
   `WriteError` (`DiskFullError` for a full disk), "{path}: cannot write it: {reason}; it is
   left as it was". A `WriteError` of something inside `path` (a file of a staged folder) is
-  named by `path` instead. Other errors pass unchanged."""
+  named by `path` instead. Other errors pass unchanged, and so does an `OSError` naming a file
+  outside `path`'s folder (a read inside the block)."""
   try:
     yield
   except WriteError as e:
@@ -134,10 +136,19 @@ def writing(path):
     raise type(e)(_cannot_write(path, e.reason), path, e.reason) from None
   except Exception as e:  # pylint: disable=broad-except
     reason = write_failure(e)
-    if reason is None:
+    if reason is None or _elsewhere(e, path):
       raise
     kind = DiskFullError if reason == NO_SPACE else WriteError
     raise kind(_cannot_write(path, reason), path, reason) from None
+
+
+def _elsewhere(error, path):
+  """True for an OSError naming a local file outside `path`'s folder: a read inside the block
+  (e.g. the input of the output being written), not this write."""
+  name = getattr(error, "filename", None)
+  if not isinstance(error, OSError) or name is None or "://" in str(path):
+    return False
+  return not os.path.abspath(str(name)).startswith(os.path.dirname(os.path.abspath(path)) + os.sep)
 
 
 def _cannot_write(path, reason):
