@@ -148,7 +148,8 @@ def _elsewhere(error, path):
   name = getattr(error, "filename", None)
   if not isinstance(error, OSError) or name is None or "://" in str(path):
     return False
-  return not os.path.abspath(str(name)).startswith(os.path.dirname(os.path.abspath(path)) + os.sep)
+  name, folder = os.path.abspath(str(name)), os.path.dirname(os.path.abspath(path))
+  return name != folder and not name.startswith(folder + os.sep)
 
 
 def _cannot_write(path, reason):
