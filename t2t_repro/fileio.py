@@ -12,7 +12,8 @@ import json
 import os
 import sys
 
-from t2t_repro.errors import EncodingError, MissingDataError
+from t2t_repro import staging
+from t2t_repro.errors import EncodingError, MissingDataError, writing
 
 
 def decode_lines(data, path="<bytes>", first_line=1):
@@ -94,18 +95,24 @@ def read_lines(path):
 
 @contextlib.contextmanager
 def atomic_writer(path):
-  """A binary file open for writing under a temporary name in `path`'s folder; at a normal
-  exit of the block it replaces `path` (`os.replace`), after an exception it is removed and
-  `path` is untouched. So readers never see a half-written file. Creates the folder."""
-  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-  tmp = f"{path}.tmp.{os.getpid()}"
-  try:
-    with open(tmp, "wb") as f:
-      yield f
-    os.replace(tmp, path)
-  finally:
-    if os.path.exists(tmp):
-      os.remove(tmp)
+  """A binary file open for writing under a temporary name in `path`'s folder
+  (`staging.file_name`); at a normal exit of the block it replaces `path` (`os.replace`),
+  after an exception it is removed and `path` is untouched. So readers never see a
+  half-written file. Creates the folder; removes the leftovers of killed earlier writes of
+  `path` (`staging.remove_leftovers`). A full disk or a refused write raises one line naming
+  `path` (`errors.writing`)."""
+  folder, name = os.path.split(os.path.abspath(path))
+  with writing(path):
+    os.makedirs(folder, exist_ok=True)
+    staging.remove_leftovers(folder, name)
+    tmp = os.path.join(folder, staging.file_name(name))
+    try:
+      with open(tmp, "wb") as f:
+        yield f
+      os.replace(tmp, path)
+    finally:
+      if os.path.exists(tmp):
+        os.remove(tmp)
 
 
 def write_atomic(path, data):

@@ -29,9 +29,8 @@ folder behind (nothing before it does).
 import json
 import os
 import posixpath
-import uuid
 
-from t2t_repro import errors
+from t2t_repro import errors, staging
 from t2t_repro.hparams import HParams
 
 HPARAMS_FILE = "hparams.json"
@@ -137,8 +136,18 @@ class ModelDir:
     import: the commands' flag checks use this), a URL with `tf.io.gfile`."""
     return _gfile().isdir(self.path) if _is_url(self.path) else os.path.isdir(self.path)
 
+  def check_readable(self):
+    """Raises errors.DataError "{path}: the folder is unreadable (permission denied)" when the
+    folder exists but its files cannot be listed or read (a local folder without the read or
+    search permission; a file missing from it would otherwise look absent)."""
+    if not _is_url(self.path) and os.path.isdir(self.path) \
+        and not os.access(self.path, os.R_OK | os.X_OK):
+      raise errors.DataError(f"{self.path}: the folder is unreadable (permission denied)")
+
   def has(self, name):
-    """True when `name` exists inside the folder."""
+    """True when `name` exists inside the folder (errors.DataError: the folder is unreadable,
+    `check_readable`)."""
+    self.check_readable()
     return _gfile().exists(self.file(name))
 
   def has_hparams(self):
@@ -149,9 +158,10 @@ class ModelDir:
     return sorted(_gfile().glob(self.file(pattern)))
 
   def read_bytes(self, name):
-    """The bytes of `name` (errors.MissingDataError when it is missing)."""
+    """The bytes of `name` (errors.MissingDataError when it is missing, errors.DataError when
+    the folder is unreadable)."""
     path = self.file(name)
-    if not _gfile().exists(path):
+    if not self.has(name):
       raise errors.MissingDataError(f"{path} does not exist (is {self.path} a model dir?)")
     with _gfile().GFile(path, "rb") as f:
       return f.read()
@@ -159,6 +169,7 @@ class ModelDir:
   def check_files(self):
     """Raises errors.MissingDataError naming the first of hparams.json, vocab.model that is
     missing ("is {path} a model dir?")."""
+    self.check_readable()
     for path in (self.hparams_path, self.vocab_path):
       if not _gfile().exists(path):
         raise errors.MissingDataError(f"{path} does not exist (is {self.path} a model dir?)")
@@ -168,10 +179,13 @@ class ModelDir:
 
     Raises:
       errors.MissingDataError: hparams.json is missing ("is {path} a model dir?").
-      errors.DataError: hparams.json is not a JSON object.
-      hparams.HParamsError: an unknown key or a bad value (names the file).
+      errors.DataError: hparams.json is not a JSON object, or holds an unknown key or a bad
+        value (names the file): the file is wrong, not a flag.
     """
-    return HParams.from_dict(self.read_json(HPARAMS_FILE), origin=self.hparams_path)
+    try:
+      return HParams.from_dict(self.read_json(HPARAMS_FILE), origin=self.hparams_path)
+    except errors.UsageError as e:  # hparams.HParamsError
+      raise errors.DataError(errors.marked(e)) from None
 
   def read_flags(self):
     """The training settings of flags.json as a dict; {} when there is none (a model dir
@@ -230,18 +244,26 @@ class ModelDir:
 
   def write_bytes(self, name, data):
     """Writes `data` (bytes, or str as UTF-8) to the file `name`, staged: into a temporary
-    sibling, then renamed over `name`. After an error the old file (or none) is left and the
-    temporary one removed. Creates the folder."""
+    sibling (`staging.file_name`), then renamed over `name`. After an error the old file (or
+    none) is left and the temporary one removed. Creates the folder; removes the leftovers of
+    killed earlier writes of `name` (`staging.remove_leftovers`).
+
+    Raises:
+      errors.WriteError (errors.DiskFullError): the device is full or the write is refused
+        (`errors.writing`: one line naming the file)."""
     gfile, path = _gfile(), self.file(name)
-    gfile.makedirs(posixpath.dirname(path) if _is_url(path) else os.path.dirname(path))
-    tmp = f"{path}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    try:
-      with gfile.GFile(tmp, "wb") as f:
-        f.write(data.encode("utf-8") if isinstance(data, str) else data)
-      gfile.rename(tmp, path, overwrite=True)
-    finally:
-      if gfile.exists(tmp):
-        gfile.remove(tmp)
+    folder, base = (posixpath if _is_url(path) else os.path).split(path)
+    with errors.writing(path):
+      gfile.makedirs(folder)
+      staging.remove_leftovers(folder, base)
+      tmp = _join(folder, staging.file_name(base))
+      try:
+        with gfile.GFile(tmp, "wb") as f:
+          f.write(data.encode("utf-8") if isinstance(data, str) else data)
+        gfile.rename(tmp, path, overwrite=True)
+      finally:
+        if gfile.exists(tmp):
+          gfile.remove(tmp)
 
   def write_json(self, name, values):
     """Writes `values` as indented, key-sorted JSON to `name` (`write_bytes`); a value that
@@ -265,30 +287,49 @@ class ModelDir:
     sibling folder, then puts that folder in this one's place by renames (an existing folder
     is moved aside, then deleted). So the folder holds its old content, complete, until the
     new one is. After an error in `write` the staging folder is deleted and the folder is
-    untouched.
+    untouched. Leftovers of earlier writes of this folder that were killed are removed first
+    (`staging.remove_leftovers`).
+
+    Raises:
+      errors.WriteError (errors.DiskFullError): the device is full or the write is refused
+        (`errors.writing`: one line naming this folder).
 
     Returns:
       what `write` returned.
     """
     gfile = _gfile()
     path = self.path.rstrip("/")
-    parent, base = (posixpath if _is_url(path) else os.path).split(path)
-    token = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    staging = _join(parent, f".{base}.new-{token}")
-    gfile.makedirs(staging)
-    try:
-      written = write(ModelDir(staging))
-    except BaseException:
-      gfile.rmtree(staging)
-      raise
-    if gfile.isdir(path):
-      old = _join(parent, f".{base}.old-{token}")
-      gfile.rename(path, old)
-      gfile.rename(staging, path)
-      gfile.rmtree(old)
-    else:
-      gfile.rename(staging, path)
+    parent, base = self._parent_and_name()
+    with errors.writing(self.path):
+      staging.remove_leftovers(parent or ".", base)
+      new, old = (_join(parent, name) for name in staging.folder_names(base))
+      try:
+        gfile.makedirs(new)
+        written = write(ModelDir(new))
+      except BaseException:
+        if gfile.exists(new):
+          gfile.rmtree(new)
+        raise
+      if gfile.isdir(path):
+        gfile.rename(path, old)
+        gfile.rename(new, path)
+        gfile.rmtree(old)
+      else:
+        gfile.rename(new, path)
     return written
+
+  def _parent_and_name(self):
+    path = self.path.rstrip("/")
+    return (posixpath if _is_url(path) else os.path).split(path)
+
+  def remove_leftovers(self):
+    """Removes the leftovers of killed staged writes (`staging.remove_leftovers`) inside this
+    folder (best/, ema/, averaged/ and files) and beside it (of this folder itself): what
+    `train` does on resume. Logs nothing; returns (paths, bytes freed)."""
+    parent, base = self._parent_and_name()
+    inside, freed_inside = staging.remove_leftovers(self.path, warn=False)
+    beside, freed_beside = staging.remove_leftovers(parent or ".", base, warn=False)
+    return inside + beside, freed_inside + freed_beside
 
   def write_weights(self, model, step, source, info_name, info):
     """Writes this folder as a complete model dir of `model`'s weights (no optimizer): the

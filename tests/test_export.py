@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from model_dir_util import make_model_dir
+from t2t_repro import errors
 from t2t_repro.serving import saved_model
 from t2t_repro.data import batching
 from t2t_repro.decoding.translator import DecodeConfig, Translator
@@ -52,7 +53,7 @@ def test_saved_model_equals_translate_cli(tmp_path, model_dir, shared_data_dir):
   export_dir = str(tmp_path / "export" / "1")
   saved_model.export_model(model_dir, export_dir)
   assert os.path.exists(os.path.join(export_dir, "saved_model.pb"))
-  with pytest.raises(FileExistsError):
+  with pytest.raises(errors.UsageError, match=f"export_dir={export_dir} is not empty"):
     saved_model.export_model(model_dir, export_dir)
 
   cli = subprocess.run(

@@ -12,6 +12,7 @@ import pytest
 import tensorflow as tf
 
 from model_dir_util import read_lines
+from t2t_repro import errors
 from t2t_repro.serving import ctranslate2 as export_ctranslate2
 from t2t_repro.decoding import beam_search as bs
 from t2t_repro.decoding.loading import load_for_inference
@@ -122,7 +123,7 @@ def test_errors(trained_dir, tmp_path):
     export_ctranslate2.export_ctranslate2(trained_dir, str(tmp_path / "x"), quantization="int3")
   (tmp_path / "full").mkdir()
   (tmp_path / "full" / "keep.txt").write_text("x")
-  with pytest.raises(FileExistsError):
+  with pytest.raises(errors.UsageError, match="is not empty"):
     export_ctranslate2.export_ctranslate2(trained_dir, str(tmp_path / "full"))
   assert os.listdir(tmp_path / "full") == ["keep.txt"]
 

@@ -1,5 +1,6 @@
 """t2t_repro.fileio: the one line reader and the one atomic writer."""
 
+import errno
 import json
 import os
 
@@ -47,3 +48,21 @@ def test_failed_write_keeps_the_old_file(tmp_path):
   with open(path, encoding="utf-8") as f:
     assert json.load(f) == {"a": 1}
   assert os.listdir(tmp_path) == ["v.json"]
+
+
+def test_a_full_disk_or_refused_write_is_one_line_naming_the_output(tmp_path):
+  """ENOSPC while the block writes: a DiskFullError naming the output, which is left as it
+  was; an error reading another file inside the block is that file's, unchanged."""
+  path = str(tmp_path / "out.txt")
+  fileio.write_lines(path, ["old"])
+  with pytest.raises(errors.DiskFullError) as e:
+    with fileio.atomic_writer(path) as f:
+      f.write(b"new\n")
+      raise OSError(errno.ENOSPC, "No space left on device")
+  assert str(e.value) == f"{path}: cannot write it: no space left on device; it is left as it was"
+  elsewhere = tmp_path.parent / "input.txt"
+  with pytest.raises(PermissionError) as e:
+    with fileio.atomic_writer(path):
+      raise PermissionError(errno.EACCES, "Permission denied", str(elsewhere))
+  assert e.value.filename == str(elsewhere)
+  assert fileio.read_lines(path) == ["old"] and os.listdir(tmp_path) == ["out.txt"]

@@ -59,6 +59,8 @@ def main(argv):
                                 "(off): give --average_last")
       checkpoints = averaging.last_checkpoints(model_dir, count)
     path, _ = averaging.average_checkpoints(checkpoints, ModelDir(FLAGS.output_dir), model_dir)
+  except (errors.UsageError, errors.DataError):  # already a user error (exit 2 or 1)
+    raise
   except FileNotFoundError as e:  # a checkpoint or hparams.json that is not there: data
     raise errors.MissingDataError(str(e)) from None
   except ValueError as e:  # too few checkpoints, a non-empty --output_dir: usage

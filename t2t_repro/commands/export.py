@@ -34,7 +34,8 @@ def define_flags():
                                       "the serving graph decodes at once (default: 4096).",
                       "n_best": "SavedModel: hypotheses per sentence of the translate_nbest "
                                 "signature (default: the beam size)."})
-  flags.DEFINE_bool("overwrite", False, "Write into a non-empty --export_dir.")
+  flags.DEFINE_bool("overwrite", False, "Replace a non-empty --export_dir (the export is built "
+                    "in a staging folder beside it and renamed into place).")
   shared_flags.define_inference_dtype()
   flags.DEFINE_enum("format", "saved_model", ["saved_model", "ctranslate2"],
                     "saved_model: a TensorFlow SavedModel that translates text; ctranslate2: a "
@@ -57,6 +58,8 @@ def main(argv):
           FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint_path,
           quantization=FLAGS.quantization, overwrite=FLAGS.overwrite, beam_size=FLAGS.beam_size,
           alpha=FLAGS.alpha)
+    except errors.UsageError:
+      raise
     except ValueError as e:
       raise errors.UsageError(f"--format=ctranslate2: {e}") from None
     print(f"CTranslate2 model written to {os.path.abspath(path)} in "

@@ -34,7 +34,7 @@ from absl import logging
 from t2t_repro.data.vocab import EOS_ID, PAD_ID, UNK_ID
 from t2t_repro.model_dir import ModelDir
 from t2t_repro.model.position import sinusoid_table
-from t2t_repro.serving import QUANTIZATIONS
+from t2t_repro.serving import QUANTIZATIONS, check_export_dir
 
 # Rows of the explicit position table: CTranslate2 cannot encode positions beyond it
 # (its own default maximum input length is 1024 tokens).
@@ -205,14 +205,15 @@ def export_ctranslate2(model_dir, output_dir, checkpoint_path=None, quantization
     checkpoint_path: checkpoint prefix (default: latest of model_dir).
     quantization: None (float32) or one of `QUANTIZATIONS` (weights stored in that
       type; CTranslate2 computes with it).
-    overwrite: replace a non-empty output_dir.
+    overwrite: replace a non-empty output_dir. The model is built in a staging sibling folder
+      and renamed (`ModelDir.write_dir`): output_dir is absent, as it was, or complete.
     beam_size, alpha: only for the README's example (default: the hparams').
 
   Returns:
     output_dir.
 
   Raises:
-    FileExistsError: output_dir is not empty and overwrite is False.
+    errors.UsageError: output_dir is not empty and overwrite is False.
     ValueError: unknown quantization, a model with relative positions, or see `build_spec`.
     ImportError: ctranslate2 is not installed (or torch, for the bfloat16 types).
     the errors of `decoding.loading.load_for_inference`.
@@ -220,8 +221,7 @@ def export_ctranslate2(model_dir, output_dir, checkpoint_path=None, quantization
   # Everything is checked before anything is written.
   if quantization is not None and quantization not in QUANTIZATIONS:
     raise ValueError(f"unknown quantization {quantization!r}; one of {', '.join(QUANTIZATIONS)}")
-  if os.path.isdir(output_dir) and os.listdir(output_dir) and not overwrite:
-    raise FileExistsError(f"output dir {output_dir} is not empty (use `overwrite`)")
+  check_export_dir(output_dir, overwrite)
   from t2t_repro.decoding.loading import load_for_inference  # pylint: disable=import-outside-toplevel
   if ModelDir(model_dir).read_hparams().position_encoding == "relative":
     raise ValueError(f"{model_dir} uses relative position representations (position_encoding="
@@ -238,14 +238,18 @@ def export_ctranslate2(model_dir, output_dir, checkpoint_path=None, quantization
   pieces = [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
   logging.info("export: converting to CTranslate2 (weights %s) and writing %s",
                quantization or "float32", output_dir)
-  save_spec(build_spec(model, pieces), output_dir, quantization)
-  tokenizer.save(os.path.join(output_dir, "sentencepiece.model"))
+  spec = build_spec(model, pieces)
   readme = _README.format(model_dir=os.path.abspath(model_dir), out=os.path.abspath(output_dir),
                           quantization=quantization or "none (float32)",
                           beam_size=beam_size or hparams.beam_size,
                           alpha=hparams.alpha if alpha is None else alpha,
                           extra=hparams.decode_extra_length)
-  with open(os.path.join(output_dir, "README.md"), "w", encoding="utf-8") as f:
-    f.write(readme)
+
+  def write(staging):
+    save_spec(spec, staging.path, quantization)
+    tokenizer.save(staging.file("sentencepiece.model"))
+    staging.write_bytes("README.md", readme)
+
+  ModelDir(output_dir).write_dir(write)
   return output_dir
 

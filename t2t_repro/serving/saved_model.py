@@ -49,6 +49,8 @@ from t2t_repro.decoding import config as decode_config
 from t2t_repro.decoding import scoring
 from t2t_repro.decoding import translator as translator_lib
 from t2t_repro.model.attention import non_pad_lengths
+from t2t_repro.model_dir import ModelDir
+from t2t_repro.serving import check_export_dir
 
 
 class _Untracked:
@@ -246,7 +248,9 @@ def export_model(model_dir, export_dir, checkpoint_path=None, beam_size=None, al
     checkpoint_path: checkpoint prefix (default: latest of model_dir).
     beam_size, alpha, decode_extra_length: None means the hparams' values
       (`DecodeConfig.resolve`).
-    overwrite: allow a non-empty export_dir.
+    overwrite: replace a non-empty export_dir. The SavedModel is built in a staging sibling
+      folder and renamed (`ModelDir.write_dir`), so export_dir is absent, as it was, or
+      complete, whenever the export stops.
     decode_batch_tokens: source tokens per chunk decoded at once in the graph (None: 4096).
     inference_dtype: "float32" or "bfloat16" (see `load_for_inference`).
     n_best: hypotheses per sentence of `translate_nbest` (None: the beam size).
@@ -255,15 +259,14 @@ def export_model(model_dir, export_dir, checkpoint_path=None, beam_size=None, al
     export_dir.
 
   Raises:
-    FileExistsError: export_dir is not empty and overwrite is False.
+    errors.UsageError: export_dir is not empty and overwrite is False.
     the errors of `decoding.loading.load_for_inference`.
 
   Logs a line as each stage starts (loading, writing, tracing each signature: `_tracing`),
   so the minutes of an export on a CPU are not silent.
   """
   from t2t_repro.decoding.loading import load_for_inference  # pylint: disable=import-outside-toplevel
-  if tf.io.gfile.exists(export_dir) and tf.io.gfile.listdir(export_dir) and not overwrite:
-    raise FileExistsError(f"export dir {export_dir} is not empty (use `overwrite`)")
+  check_export_dir(export_dir, overwrite)
   started = time.monotonic()
   logging.info("export: loading %s", checkpoint_path or model_dir)
   model, hparams, tokenizer = load_for_inference(model_dir, checkpoint_path, inference_dtype)
@@ -278,7 +281,8 @@ def export_model(model_dir, export_dir, checkpoint_path=None, beam_size=None, al
   # be made again: the save context is part of a tf.function's cache key; docs/BENCHMARKS.md
   # §10). Serving never differentiates, so the custom gradients (LayerNorm's, the loss's) are
   # not saved.
-  tf.saved_model.save(module, export_dir, signatures={
-      name: getattr(module, method) for name, method in SIGNATURES.items()},
-                      options=tf.saved_model.SaveOptions(experimental_custom_gradients=False))
+  ModelDir(export_dir).write_dir(lambda staging: tf.saved_model.save(
+      module, staging.path, signatures={
+          name: getattr(module, method) for name, method in SIGNATURES.items()},
+      options=tf.saved_model.SaveOptions(experimental_custom_gradients=False)))
   return export_dir

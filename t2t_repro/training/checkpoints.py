@@ -1,4 +1,4 @@
-"""Checkpoint files written by training: disk-full handling, leftovers, sizes.
+"""Checkpoint files written by training: leftovers of interrupted writes, sizes.
 
 Restoring a model's weights: `t2t_repro.model.weights`; writing a model dir's files:
 `t2t_repro.model_dir.ModelDir`; loading a model dir for inference: `t2t_repro.decoding.loading`.
@@ -6,27 +6,11 @@ The checkpoints themselves are written by TensorFlow's `tf.train.CheckpointManag
 (`training.trainer`); the leftovers removed here are local files.
 """
 
-import errno
 import glob
 import os
 import shutil
 
-import tensorflow as tf
-
 from t2t_repro import model_dir as model_dir_lib
-from t2t_repro.errors import DataError
-
-
-class DiskFullError(DataError):
-  """A checkpoint could not be written because the device is full; the message names
-  the model dir and the bytes needed. The earlier checkpoints are intact."""
-
-
-def is_disk_full(error):
-  """True for an OSError with errno ENOSPC or a TensorFlow write error saying so."""
-  if isinstance(error, OSError) and error.errno == errno.ENOSPC:
-    return True
-  return isinstance(error, (OSError, tf.errors.OpError)) and "No space left on device" in str(error)
 
 
 def partial_checkpoints(model_dir):

@@ -278,11 +278,15 @@ class _Run:
     best = BestCheckpoint(trainer.model_dir, config.best_metric, config.early_stopping,
                           config.min_improvement, trainer.chief) \
         if evaluator is not None and config.best_metric != "none" else None
-    result.best = best.summary if best is not None else None
     window = _Throughput()
     deadline = time.monotonic() + config.train_minutes * 60 if config.train_minutes else None
     if evaluator is not None and config.eval_at_start and trainer.step == 0:
       result.dev = self.timed("dev", evaluator, 0)
+    if best is not None and trainer.step > 0 and best.resume(trainer.model, trainer.step) \
+        and self._eval_due(trainer.step):  # a run stopped before its evaluation's end
+      result.dev = self.timed("dev", evaluator, trainer.step)
+      self._record_best(best, result.dev)
+    result.best = best.summary if best is not None else None
     if best is not None and best.exhausted:  # a resumed run that had stopped early
       progress.line(f"early stopping: this run had stopped early ({best.state_path}); raise "
                     "--early_stopping to train on.")
@@ -295,8 +299,7 @@ class _Run:
       last = step >= trainer.hparams.train_steps or out_of_time
       if self._save_due(step, last):
         self.save()
-      if evaluator is not None and (step % config.eval_every_steps == 0 or last) \
-          and not self.stop.received:
+      if evaluator is not None and (self._eval_due(step) or last) and not self.stop.received:
         if self.saved_step != step:  # an interrupted evaluation loses nothing
           self.save()
         result.dev = self.timed("dev", evaluator, step)
@@ -314,6 +317,11 @@ class _Run:
         closable.close()
     self._finish(start_step)
     return result
+
+  def _eval_due(self, step):
+    """True when a dev evaluation is due at `step`: every eval_every_steps and the last step
+    (also the step where --train_minutes ends the run, which the caller adds)."""
+    return step % self.config.eval_every_steps == 0 or step >= self.trainer.hparams.train_steps
 
   def _step(self, iterator, writer, window):
     """One update, its progress line and (every log_every_steps) its summaries; returns the step."""

@@ -13,7 +13,7 @@ import time
 
 from absl import logging
 
-from t2t_repro import errors
+from t2t_repro import errors, staging
 from t2t_repro import hparams as hparams_lib
 from t2t_repro import model_dir as model_dir_lib
 from t2t_repro.model_dir import ModelDir
@@ -141,11 +141,16 @@ def check_update_settings(config, update):
 
 def restore_checked(trainer, model_dir):
   """Restores the latest checkpoint; one that does not fit the hparams is a usage error
-  (even when hparams.json is missing). Returns the checkpoint path or None."""
+  (even when hparams.json is missing), one whose files cannot be read a data error
+  (`model.weights.unreadable_checkpoint`: corrupt, incomplete, unreadable). Returns the
+  checkpoint path or None."""
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  from t2t_repro.model.weights import unreadable_checkpoint  # pylint: disable=import-outside-toplevel
   try:
     return trainer.restore()
   except (ValueError, AssertionError, tf.errors.OpError) as e:
+    if isinstance(e, tf.errors.OpError) and not isinstance(e, tf.errors.InvalidArgumentError):
+      raise unreadable_checkpoint(tf.train.latest_checkpoint(str(model_dir)), e) from None
     reason = str(e).strip().splitlines()[0][:300]
     raise errors.UsageError(f"`model_dir`={model_dir} holds checkpoints of another model "
                             f"({reason}); use a new `model_dir` or the hparams it was trained "
@@ -268,9 +273,9 @@ def staged_corpus_records(model_dir, staging_dir):
   `corpus.*.json`) into `staging_dir` and returns it: the data phase reads and writes
   records there, and `write_model_dir` copies them back, so a run that fails its
   checks leaves the model dir as it was while a restart still skips validation."""
-  staging = ModelDir(staging_dir)
+  records = ModelDir(staging_dir)
   for path in ModelDir(model_dir).glob(model_dir_lib.CORPUS_RECORD.format(key="*")):
-    staging.copy_file(path, os.path.basename(path))
+    records.copy_file(path, os.path.basename(path))
   return staging_dir
 
 
@@ -281,7 +286,8 @@ def write_model_dir(model_dir, config, hp, vocab_path, replicas, staging_dir):
 
   A new model dir is built in a temporary sibling folder and renamed (`ModelDir.write_dir`),
   so it appears complete or not at all; in an existing one each file is replaced by a
-  rename (`ModelDir.write_bytes`) and leftovers of interrupted checkpoint writes are removed.
+  rename (`ModelDir.write_bytes`), and the leftovers of interrupted checkpoint writes and of
+  killed staged writes inside it (`staging.remove_leftovers`) are removed first.
   """
   from t2t_repro.training import checkpoints  # pylint: disable=import-outside-toplevel
   model_dir = ModelDir(model_dir)
@@ -300,7 +306,7 @@ def write_model_dir(model_dir, config, hp, vocab_path, replicas, staging_dir):
     model_dir.write_dir(write)
     return
   removed, freed = checkpoints.remove_partial_checkpoints(model_dir.path)
-  if removed:
-    logging.warning("removed %d leftovers of interrupted checkpoint writes (%d bytes): %s",
-                    len(removed), freed, ", ".join(removed))
+  staged, staged_freed = model_dir.remove_leftovers()  # best/, ema/, averaged/, files, itself
+  if removed or staged:
+    staging.warn_removed(removed + staged, freed + staged_freed)
   write(model_dir)

@@ -19,6 +19,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from t2t_repro import errors
 from t2t_repro import model_dir as model_dir_lib
 from t2t_repro.constants import PAD_ID
 from t2t_repro.model.transformer import Transformer
@@ -281,22 +282,33 @@ class Trainer:
     """Writes a checkpoint (the CheckpointManager writes the `checkpoint` index file last,
     atomically, so a crash mid-save leaves the previous checkpoint as the latest).
 
+    `tf.train.Checkpoint` keeps a count of its saves, `save_counter`, in every checkpoint; it
+    is set to the step here, so that the checkpoint of step N is the same tensor for tensor
+    however the run was stopped and resumed (a count restarts at 1 in a resumed process, and
+    counts the extra save of a SIGTERM stop).
+
     Raises:
-      checkpoints.DiskFullError: the device is full (the partial files are removed,
-        the earlier checkpoints are intact); the message names the model dir and
-        the bytes needed.
+      errors.DiskFullError: the device is full; errors.WriteError: the write is refused
+        (permission, read-only filesystem). The partial files are removed, the earlier
+        checkpoints are intact; the message names the model dir (and the bytes needed).
     """
+    self.checkpoint.save_counter.assign(self.step - 1)  # the manager's save adds 1
     try:
       path = self.manager.save(checkpoint_number=self.optimizer.iterations)
     except (OSError, tf.errors.OpError) as e:
-      if not checkpoints.is_disk_full(e):
+      reason = errors.write_failure(e)
+      if reason is None:
         raise
       checkpoints.remove_partial_checkpoints(self.manager.directory)
-      raise checkpoints.DiskFullError(
-          f"`model_dir`={self.model_dir}: no space left on device writing checkpoint "
-          f"{model_dir_lib.CHECKPOINT_PREFIX}-{self.step}: it needs about {self.checkpoint_bytes()} bytes, "
-          f"{shutil.disk_usage(self.manager.directory).free} are free; the earlier checkpoints "
-          "are intact") from None
+      name = f"{model_dir_lib.CHECKPOINT_PREFIX}-{self.step}"
+      where = f"`model_dir`={self.model_dir}"
+      if reason != errors.NO_SPACE:
+        raise errors.WriteError(f"{where}: {reason} writing checkpoint {name}; the earlier "
+                                "checkpoints are intact", self.model_dir, reason) from None
+      raise errors.DiskFullError(
+          f"{where}: no space left on device writing checkpoint {name}: it needs about "
+          f"{self.checkpoint_bytes()} bytes, {shutil.disk_usage(self.manager.directory).free} "
+          "are free; the earlier checkpoints are intact", self.model_dir, reason) from None
     if not self.chief:  # drop the scratch copy, keep the folder for the next save
       shutil.rmtree(self.manager.directory, ignore_errors=True)
       os.makedirs(self.manager.directory, exist_ok=True)

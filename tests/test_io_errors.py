@@ -1,0 +1,166 @@
+"""A corrupt checkpoint, an unreadable model dir, a read-only or full output and an invalid
+hparams.json give every command ONE line naming the file and what is wrong, exit 1 (data and
+I/O), and leave the model dir byte-for-byte as it was (docs/RELIABILITY.md). The failures a
+root test process cannot cause (a read-only filesystem, a refused read) are injected at the
+call that meets them."""
+
+import hashlib
+import os
+import shutil
+
+import pytest
+
+from command_util import error_line, run_command
+from model_dir_util import HPARAMS, make_model_dir, make_trainer_dir
+from t2t_repro import errors
+
+DATA_EXIT = errors.DATA_EXIT
+
+
+def _snapshot(folder):
+  """{relative path: sha1} of every file under `folder`."""
+  result = {}
+  for root, _, names in os.walk(folder):
+    for name in names:
+      with open(os.path.join(root, name), "rb") as f:
+        result[os.path.relpath(os.path.join(root, name), folder)] = hashlib.sha1(
+            f.read()).hexdigest()
+  return result
+
+
+@pytest.fixture(name="text")
+def fixture_text(tmp_path):
+  """A small parallel text (the same file on both sides)."""
+  path = tmp_path / "text.txt"
+  path.write_text("a man rides a bike .\ntwo dogs play in the snow .\n" * 20, encoding="utf-8")
+  return path
+
+
+def _train_args(model_dir, text):
+  return ["--hparams=tiny", f"--hparams_override={HPARAMS}", "--problem=parallel_text",
+          f"--train_src={text}", f"--train_tgt={text}", f"--model_dir={model_dir}",
+          "--train_steps=1", "--eval_every_steps=0"]
+
+
+def _truncate(path):
+  with open(path, "rb") as f:
+    data = f.read()
+  with open(path, "wb") as f:
+    f.write(data[:len(data) // 2])
+
+
+def test_a_truncated_checkpoint_index_is_called_corrupt(tmp_path, shared_data_dir, text):
+  model_dir = tmp_path / "model"
+  shutil.copytree(make_model_dir(tmp_path / "source", shared_data_dir), model_dir)
+  _truncate(model_dir / "ckpt-7.index")
+  before = _snapshot(tmp_path)
+  corrupt = f"checkpoint {model_dir}/ckpt-7 is corrupt (not an sstable (bad magic number))"
+  for command, args in (
+      ("translate", [f"--model_dir={model_dir}", f"--input_file={text}"]),
+      ("score", [f"--model_dir={model_dir}", f"--src={text}", f"--tgt={text}"]),
+      ("validate", [f"--model_dir={model_dir}", f"--src={text}", f"--tgt={text}"]),
+      ("average", [f"--model_dir={model_dir}", "--average_last=1",
+                   f"--output_dir={tmp_path / 'averaged'}"])):
+    line = error_line(run_command("", command, *args), DATA_EXIT, command)
+    assert line == f"{command}: error: {corrupt}"
+  assert _snapshot(tmp_path) == before
+
+
+def test_train_calls_a_truncated_checkpoint_corrupt(tmp_path, shared_data_dir, text):
+  """Not "checkpoints of another model" with hparams advice (the usage error of a checkpoint
+  that does not fit)."""
+  model_dir = tmp_path / "model"
+  shutil.copytree(make_trainer_dir(tmp_path / "trained", shared_data_dir), model_dir)
+  _truncate(model_dir / "ckpt-0.index")
+  before = _snapshot(model_dir)
+  line = error_line(run_command("", "train", *_train_args(model_dir, text)), DATA_EXIT, "train")
+  assert line == (f"train: error: checkpoint {model_dir}/ckpt-0 is corrupt (not an sstable (bad "
+                  "magic number))")
+  assert _snapshot(model_dir) == before
+
+
+# Every write under the folder READ_ONLY fails as on a read-only filesystem: Python's open and
+# os.makedirs with OSError EROFS, TensorFlow's file system (tf.io.gfile, the SavedModel and
+# checkpoint writers go through it) with its PermissionDeniedError.
+_READ_ONLY = """
+    import builtins, errno, os
+    import tensorflow as tf
+    READ_ONLY = {folder!r}
+    def _refused(path):
+      return os.path.abspath(str(path)).startswith(READ_ONLY)
+    def _python(function, writes):
+      def wrapped(path, *args, **kwargs):
+        if _refused(path) and writes(*args, **kwargs):
+          raise OSError(errno.EROFS, "Read-only file system", str(path))
+        return function(path, *args, **kwargs)
+      return wrapped
+    builtins.open = _python(builtins.open, lambda mode="r", *a, **k: set(mode) & set("wax+"))
+    os.makedirs = _python(os.makedirs, lambda *a, **k: True)
+    def _tensorflow(function):
+      def wrapped(path, *args, **kwargs):
+        if _refused(path):
+          raise tf.errors.PermissionDeniedError(None, None, f"{{path}}; Read-only file system")
+        return function(path, *args, **kwargs)
+      return wrapped
+    tf.io.gfile.makedirs = _tensorflow(tf.io.gfile.makedirs)
+    tf.io.gfile.mkdir = _tensorflow(tf.io.gfile.mkdir)
+    """
+
+
+def test_output_on_a_read_only_filesystem(tmp_path, shared_data_dir, text):
+  model_dir = make_model_dir(tmp_path / "model", shared_data_dir)
+  read_only = tmp_path / "read_only"
+  read_only.mkdir()
+  inject = _READ_ONLY.format(folder=str(read_only))
+  before = _snapshot(tmp_path)
+  for command, args, target in (
+      ("translate", [f"--input_file={text}"], read_only / "out.txt"),
+      ("score", [f"--src={text}", f"--tgt={text}"], read_only / "scores.txt"),
+      ("average", ["--average_last=1"], read_only / "averaged"),
+      ("export", [], read_only / "export")):
+    flag = {"translate": "output_file", "score": "output_file", "average": "output_dir",
+            "export": "export_dir"}[command]
+    result = run_command(inject, command, f"--model_dir={model_dir}", *args, f"--{flag}={target}")
+    line = error_line(result, DATA_EXIT, command)
+    assert line == (f"{command}: error: {target}: cannot write it: read-only file system; it is "
+                    "left as it was")
+  assert _snapshot(tmp_path) == before
+
+
+# os.access says the folder MODEL is unreadable (chmod 000 for a user other than root).
+_UNREADABLE = """
+    import os
+    MODEL, access = {folder!r}, os.access
+    os.access = lambda path, mode, **k: False if str(path) == MODEL else access(path, mode, **k)
+    """
+
+
+def test_an_unreadable_model_dir_is_called_unreadable(tmp_path, shared_data_dir, text):
+  model_dir = tmp_path / "model"
+  shutil.copytree(make_trainer_dir(tmp_path / "trained", shared_data_dir), model_dir)
+  before = _snapshot(model_dir)
+  inject = _UNREADABLE.format(folder=str(model_dir))
+  unreadable = f"{model_dir}: the folder is unreadable (permission denied)"
+  for command, args in (("train", _train_args(model_dir, text)),
+                        ("translate", [f"--model_dir={model_dir}", f"--input_file={text}"])):
+    line = error_line(run_command(inject, command, *args), DATA_EXIT, command)
+    assert line == f"{command}: error: {unreadable}"
+  assert _snapshot(model_dir) == before
+
+
+def test_an_invalid_hparams_json_is_a_data_error_from_every_command(tmp_path, shared_data_dir,
+                                                                     text):
+  model_dir = tmp_path / "model"
+  shutil.copytree(make_trainer_dir(tmp_path / "trained", shared_data_dir), model_dir)
+  (model_dir / "hparams.json").write_text('{"d_model": 32,\n"num_heads": }')
+  before = _snapshot(model_dir)
+  invalid = f"{model_dir}/hparams.json:2: invalid JSON (Expecting value)"
+  for command, args in (
+      ("train", _train_args(model_dir, text)),
+      ("translate", [f"--model_dir={model_dir}", f"--input_file={text}"]),
+      ("export", [f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'export'}"]),
+      ("average", [f"--model_dir={model_dir}", f"--output_dir={tmp_path / 'averaged'}"])):
+    line = error_line(run_command("", command, *args), DATA_EXIT, command)
+    assert line == f"{command}: error: {invalid}"
+  assert _snapshot(model_dir) == before
+  assert not (tmp_path / "export").exists() and not (tmp_path / "averaged").exists()
