@@ -10,7 +10,7 @@ import sys
 
 # The commands, by name (module t2t_repro.commands.<name>).
 COMMANDS = ("train", "translate", "evaluate", "validate", "score", "export", "summary",
-            "average", "parse", "plot_attention", "download", "stats")
+            "average", "parse", "plot_attention", "download", "stats", "serve")
 
 
 def console_script(name):
