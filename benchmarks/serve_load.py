@@ -4,13 +4,18 @@ machine, one run, on 127.0.0.1 only, with a fixed number of requests and a time 
   python benchmarks/serve_load.py --model_dir=runs/bench_tiny \
       --model_base_path=runs/bench_export --output=runs/serve_load.json
 
+Needs the serve extra and aiohttp (the load generator): pip install -e ".[serve]" aiohttp.
+The measured server runs with --server_flags (default --batch_timeout_micros=20000: a
+batch waits 20 ms for the clients just answered to send again, so that at 64 clients a
+batch holds about 64 sentences instead of alternating halves).
+
 For each client count of --clients (1, 4, 16, 64), alternately over --rounds rounds:
 
   offline  the translate command's decoding (`Translator.nbest`, sorted by length,
            --batch_tokens source tokens per batch) of the round's lines, in this process
            (model loaded once, outside the timing)
   server   the same lines sent one sentence per request by that many concurrent
-           clients (httpx, asyncio); sentences/s, p50 and p99 latency, and the mean
+           clients (aiohttp, asyncio); sentences/s, p50 and p99 latency, and the mean
            batch size (rows per decoding call) from the server's /metrics
 
 The round's lines: --requests_per_client x clients (at least --min_requests) lines of
@@ -21,7 +26,7 @@ The round's lines: --requests_per_client x clients (at least --min_requests) lin
   overload  a second server with a small queue (--overload_batches batches of
             --overload_batch_size rows) gets 2x its capacity at once: every request
             must get 200 or 503 (none lost, none hanging past --round_seconds)
-  memory    the server's RSS after the warm-up round and at the end (within 10%?)
+  memory    the server's RSS after the warm-up round, after each round and at the end
 
 Prints a markdown table and writes the results as JSON (--output).
 """
@@ -35,8 +40,7 @@ import statistics
 import subprocess
 import sys
 import time
-
-import httpx
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import runlib  # pylint: disable=wrong-import-position
@@ -64,30 +68,35 @@ def rss_mib(pid):
 
 def metric_sum(base, name):
   """The sum over labels of samples `name` in the server's /metrics."""
-  text = httpx.get(f"{base}/metrics").text
+  with urllib.request.urlopen(f"{base}/metrics") as response:
+    text = response.read().decode("utf-8")
   return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
              if line.startswith(name + "{") or line.startswith(name + " "))
 
 
 async def load(base, lines, clients, deadline_seconds):
-  """Sends each line as one request from `clients` concurrent clients; returns (answers by
-  line, statuses, latencies [s], wall seconds). Stops sending at the deadline."""
+  """Sends each line as one request from `clients` concurrent clients (aiohttp: a light
+  client, so that the clients' own CPU time weighs little beside the server's); returns
+  (answers by line, statuses, latencies [s], wall seconds). Stops sending at the deadline."""
+  import aiohttp  # pylint: disable=import-outside-toplevel
   answers, statuses, latencies = [None] * len(lines), [], []
   next_line = iter(range(len(lines)))
   started = time.perf_counter()
-  limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-  async with httpx.AsyncClient(limits=limits, timeout=deadline_seconds + 60) as client:
+  connector = aiohttp.TCPConnector(limit=clients)
+  timeout = aiohttp.ClientTimeout(total=deadline_seconds + 60)
+  async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
     async def one_client():
       for index in next_line:
         if time.perf_counter() - started > deadline_seconds:
           return
         sent = time.perf_counter()
-        response = await client.post(f"{base}/v1/models/transformer:predict",
-                                     content=json.dumps({"instances": [lines[index]]}))
+        async with session.post(f"{base}/v1/models/transformer:predict",
+                                data=json.dumps({"instances": [lines[index]]})) as response:
+          body = await response.read()
         latencies.append(time.perf_counter() - sent)
-        statuses.append(response.status_code)
-        if response.status_code == 200:
-          answers[index] = response.json()["predictions"][0]["translations"]
+        statuses.append(response.status)
+        if response.status == 200:
+          answers[index] = json.loads(body)["predictions"][0]["translations"]
     await asyncio.gather(*(one_client() for _ in range(clients)))
   return answers, statuses, latencies, time.perf_counter() - started
 
@@ -167,15 +176,17 @@ def main():
   parser.add_argument("--equal_lines", type=int, default=200)
   parser.add_argument("--overload_batches", type=int, default=4)
   parser.add_argument("--overload_batch_size", type=int, default=16)
+  parser.add_argument("--server_flags", default="--batch_timeout_micros=20000",
+                      help="flags of the measured server (space-separated)")
   parser.add_argument("--output", default=None)
   args = parser.parse_args()
   with open(args.input_file, encoding="utf-8") as f:
     corpus = [line.strip() for line in f if line.strip()]
   clients_list = [int(c) for c in args.clients.split(",")]
-  result = {"command": " ".join(sys.argv), "cpu": runlib.cpu_name(), "nproc": os.cpu_count(),
+  result = {"command": " ".join(sys.argv), "server_flags": args.server_flags, "cpu": runlib.cpu_name(), "nproc": os.cpu_count(),
             "load_start": os.getloadavg(), "date": time.strftime("%Y-%m-%d")}
   translator = offline_translator(args.model_dir, args.batch_tokens)
-  process, base = start_server(args.model_base_path)
+  process, base = start_server(args.model_base_path, *args.server_flags.split())
   try:
     result["rss_mib_started"] = rss_mib(process.pid)
     warm = corpus[:64]
@@ -189,6 +200,7 @@ def main():
         lines = [corpus[(round_index * 997 + i) % len(corpus)] for i in range(count)]
         rows[clients]["offline"].append(offline_round(translator, lines))
         rows[clients]["server"].append(server_round(base, lines, clients, args.round_seconds))
+        rows[clients]["server"][-1]["rss_mib_after"] = rss_mib(process.pid)
         print(f"round {round_index + 1} clients {clients}: offline "
               f"{rows[clients]['offline'][-1]['sentences_per_s']:.1f}/s, server "
               f"{rows[clients]['server'][-1]['sentences_per_s']:.1f}/s", file=sys.stderr)
@@ -227,7 +239,11 @@ def table(result):
           f"server RSS: {result['rss_mib_started']:.0f} MiB started, {result['rss_mib_warm']:.0f} "
           f"MiB after warm-up, {result['rss_mib_end']:.0f} MiB at the end "
           f"({100 * (result['rss_mib_end'] / result['rss_mib_warm'] - 1):+.1f}%); SIGTERM exit "
-          f"status {result['sigterm_exit_status']}"]
+          f"status {result['sigterm_exit_status']}",
+          "server RSS after each server round (MiB): " + ", ".join(
+              f"{r['rss_mib_after']:.0f}" for index in range(len(next(iter(
+                  result["rounds"].values()))["server"])) for row in result["rounds"].values()
+              for r in [row["server"][index]])]
   return "\n".join(out)
 
 
