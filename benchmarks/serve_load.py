@@ -13,7 +13,8 @@ For each client count of --clients (1, 4, 16, 64), alternately over --rounds rou
 
   offline  the translate command's decoding (`Translator.nbest`, sorted by length,
            --batch_tokens source tokens per batch) of the round's lines, in this process
-           (model loaded once, outside the timing)
+           (model loaded once, outside the timing); again with --small_batch_tokens per
+           batch (about the server's batches at 64 clients: what batch size alone costs)
   server   the same lines sent one sentence per request by that many concurrent
            clients (aiohttp, asyncio); sentences/s, p50 and p99 latency, and the mean
            batch size (rows per decoding call) from the server's /metrics
@@ -26,7 +27,8 @@ The round's lines: --requests_per_client x clients (at least --min_requests) lin
   overload  a second server with a small queue (--overload_batches batches of
             --overload_batch_size rows) gets 2x its capacity at once: every request
             must get 200 or 503 (none lost, none hanging past --round_seconds)
-  memory    the server's RSS after the warm-up round, after each round and at the end
+  memory    the server's RSS at start, after an untimed warm-up pass (each client count
+            once: the first calls of each batch shape), after each round and at the end
 
 Prints a markdown table and writes the results as JSON (--output).
 """
@@ -173,6 +175,8 @@ def main():
   parser.add_argument("--min_requests", type=int, default=64)
   parser.add_argument("--round_seconds", type=float, default=60.0)
   parser.add_argument("--batch_tokens", type=int, default=4096, help="offline translate's")
+  parser.add_argument("--small_batch_tokens", type=int, default=1024,
+                      help="offline translate again with batches of about the server's size")
   parser.add_argument("--equal_lines", type=int, default=200)
   parser.add_argument("--overload_batches", type=int, default=4)
   parser.add_argument("--overload_batch_size", type=int, default=16)
@@ -183,22 +187,27 @@ def main():
   with open(args.input_file, encoding="utf-8") as f:
     corpus = [line.strip() for line in f if line.strip()]
   clients_list = [int(c) for c in args.clients.split(",")]
-  result = {"command": " ".join(sys.argv), "server_flags": args.server_flags, "cpu": runlib.cpu_name(), "nproc": os.cpu_count(),
+  result = {"command": " ".join(sys.argv), "server_flags": args.server_flags,
+            "small_batch_tokens": args.small_batch_tokens, "cpu": runlib.cpu_name(), "nproc": os.cpu_count(),
             "load_start": os.getloadavg(), "date": time.strftime("%Y-%m-%d")}
   translator = offline_translator(args.model_dir, args.batch_tokens)
+  small_batches = offline_translator(args.model_dir, args.small_batch_tokens)
   process, base = start_server(args.model_base_path, *args.server_flags.split())
   try:
     result["rss_mib_started"] = rss_mib(process.pid)
-    warm = corpus[:64]
-    server_round(base, warm, 8, args.round_seconds)  # first calls' set-up, both sides
-    offline_round(translator, warm)
+    for clients in clients_list:  # untimed: the first calls of each batch shape, both sides
+      lines = corpus[-max(args.min_requests, args.requests_per_client * clients):]
+      server_round(base, lines, clients, args.round_seconds)
+      offline_round(translator, lines)
+      offline_round(small_batches, lines)
     result["rss_mib_warm"] = rss_mib(process.pid)
-    rows = {c: {"offline": [], "server": []} for c in clients_list}
+    rows = {c: {"offline": [], "offline_small": [], "server": []} for c in clients_list}
     for round_index in range(args.rounds):
       for clients in clients_list:
         count = max(args.min_requests, args.requests_per_client * clients)
         lines = [corpus[(round_index * 997 + i) % len(corpus)] for i in range(count)]
         rows[clients]["offline"].append(offline_round(translator, lines))
+        rows[clients]["offline_small"].append(offline_round(small_batches, lines))
         rows[clients]["server"].append(server_round(base, lines, clients, args.round_seconds))
         rows[clients]["server"][-1]["rss_mib_after"] = rss_mib(process.pid)
         print(f"round {round_index + 1} clients {clients}: offline "
@@ -222,14 +231,17 @@ def table(result):
   """The results as markdown: one row per client count (medians over rounds)."""
   out = [f"CPU: {result['cpu']} ({result['nproc']} cores); load average at start "
          f"{result['load_start'][0]:.2f}, at end {result['load_end'][0]:.2f}", "",
-         "| clients | offline sent/s | server sent/s | server/offline | p50 ms | p99 ms | "
-         "mean batch |", "|---|---|---|---|---|---|---|"]
+         f"| clients | offline sent/s | offline, {result['small_batch_tokens']}-token batches | "
+         "server sent/s | server/offline | p50 ms | p99 ms | mean batch |",
+         "|---|---|---|---|---|---|---|---|"]
   for clients, row in result["rounds"].items():
     offline = statistics.median(r["sentences_per_s"] for r in row["offline"])
+    small = statistics.median(r["sentences_per_s"] for r in row["offline_small"])
     server = statistics.median(r["sentences_per_s"] for r in row["server"])
     med = lambda key: statistics.median(r[key] for r in row["server"])  # pylint: disable=cell-var-from-loop
-    out.append(f"| {clients} | {offline:.1f} | {server:.1f} | {server / offline:.2f}x | "
-               f"{med('p50_ms'):.0f} | {med('p99_ms'):.0f} | {med('mean_batch_size'):.1f} |")
+    out.append(f"| {clients} | {offline:.1f} | {small:.1f} | {server:.1f} | "
+               f"{server / offline:.2f}x | {med('p50_ms'):.0f} | {med('p99_ms'):.0f} | "
+               f"{med('mean_batch_size'):.1f} |")
   eq, over = result["equality"], result["overload"]
   out += ["", f"equality: {eq['equal']}/{eq['lines']} answers equal translate's "
           f"(all 200: {eq['all_200']})",
@@ -237,7 +249,7 @@ def table(result):
           f"{over['ok']} x 200, {over['unavailable_503']} x 503, {over['other']} other, "
           f"{over['sent'] - over['answered']} unanswered; slowest {over['max_latency_s']:.1f} s",
           f"server RSS: {result['rss_mib_started']:.0f} MiB started, {result['rss_mib_warm']:.0f} "
-          f"MiB after warm-up, {result['rss_mib_end']:.0f} MiB at the end "
+          f"MiB after the warm-up pass, {result['rss_mib_end']:.0f} MiB at the end "
           f"({100 * (result['rss_mib_end'] / result['rss_mib_warm'] - 1):+.1f}%); SIGTERM exit "
           f"status {result['sigterm_exit_status']}",
           "server RSS after each server round (MiB): " + ", ".join(

@@ -8,6 +8,8 @@ share with others) and gives the model's metadata as TensorFlow Serving's REST A
 (tensorflow_serving/g3doc/api_rest.md, `GetModelMetadataResponse`).
 """
 
+import contextlib
+import logging
 import os
 
 import numpy as np
@@ -73,7 +75,8 @@ class Servable:
     self.name, self.version, self.path = name, version, path
     self._tf = tf
     try:
-      self._loaded = tf.saved_model.load(path)
+      with _quiet_loader():
+        self._loaded = tf.saved_model.load(path)
     except (OSError, ValueError, tf.errors.OpError) as e:
       raise errors.DataError(f"`model_base_path` {path}: not a loadable SavedModel ({e})") from None
     self._meta_graph = _meta_graph(path)
@@ -157,6 +160,22 @@ class Servable:
       tensors[name] = tf.constant(rows, dtype=dtype)
     outputs = self._loaded.signatures[signature_name](**tensors)
     return {name: value.numpy() for name, value in outputs.items()}
+
+
+@contextlib.contextmanager
+def _quiet_loader():
+  """Silences the loader's warning per beam-search function, "Importing a function ... with
+  ops with unsaved custom gradients": the export leaves them out on purpose (serving never
+  differentiates)."""
+  loggers = [logging.getLogger(name) for name in ("absl", "tensorflow")]
+  levels = [logger.level for logger in loggers]
+  for logger in loggers:
+    logger.setLevel(logging.ERROR)
+  try:
+    yield
+  finally:
+    for logger, level in zip(loggers, levels):
+      logger.setLevel(level)
 
 
 def _meta_graph(path):
