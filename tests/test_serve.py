@@ -90,8 +90,8 @@ def test_predict_equals_translate_alone_and_merged(servable, exported_model, tra
           lambda line: _predict(base, {"signature_name": "translate_nbest", "instances": [line]})
           .json()["predictions"][0], test_lines[:6]))
     after = httpx.get(f"{base}/metrics").text
-  calls = (metric(after, "t2t_serve_batch_size_count", signature="serving_default")
-           - metric(before, "t2t_serve_batch_size_count", signature="serving_default"))
+  calls = (metric(after, "t2t_serve_batch_size_count", model="transformer", signature="serving_default")
+           - metric(before, "t2t_serve_batch_size_count", model="transformer", signature="serving_default"))
   assert calls < len(test_lines)  # requests were merged
   assert [m["translations"] for m in merged] == [a["translations"] for a in alone]
   assert [m["scores"] for m in merged] == pytest.approx([a["scores"] for a in alone], abs=1e-5)
@@ -193,7 +193,7 @@ def test_a_client_that_disconnects_does_not_disturb_the_others(servable):
     assert answer.json()["predictions"][0]["translations"] == expected["translations"][0].decode()
     text = httpx.get(f"{base}/metrics").text
   # The decoded rows: the busy one and the staying one, not the 2 of the client that left.
-  assert metric(text, "t2t_serve_batch_size_sum", signature="serving_default") == 2
+  assert metric(text, "t2t_serve_batch_size_sum", model="transformer", signature="serving_default") == 2
   assert metric(text, "t2t_serve_client_disconnects_total") == 1
   assert metric(text, "t2t_serve_requests_total", endpoint="predict", code="499") == 1
 
@@ -210,10 +210,10 @@ def test_metrics_count_requests_batches_and_the_queue(servable):
   assert metric(text, "t2t_serve_requests_total", endpoint="predict", code="400") == 1
   assert metric(text, "t2t_serve_requests_total", endpoint="status", code="200") == 1
   assert metric(text, "t2t_serve_request_latency_seconds_count", endpoint="predict") == 2
-  assert metric(text, "t2t_serve_batch_size_count", signature="serving_default") == 1
-  assert metric(text, "t2t_serve_batch_size_sum", signature="serving_default") == 2
+  assert metric(text, "t2t_serve_batch_size_count", model="transformer", signature="serving_default") == 1
+  assert metric(text, "t2t_serve_batch_size_sum", model="transformer", signature="serving_default") == 2
   tokens = servable.row_tokens("serving_default", {"sentences": ["A dog.", "A cat is here."]})
-  assert metric(text, "t2t_serve_batch_tokens_sum", signature="serving_default") == sum(tokens)
+  assert metric(text, "t2t_serve_batch_tokens_sum", model="transformer", signature="serving_default") == sum(tokens)
   assert "t2t_serve_queue_rows 0.0" in text and "t2t_serve_queue_batches 0.0" in text
 
 
@@ -232,7 +232,40 @@ def test_sigterm_answers_the_requests_under_way_and_exits_0(exported_model, test
     port = int(base.rsplit(":", 1)[1])
     with pytest.raises(OSError):
       socket.create_connection(("127.0.0.1", port), timeout=5)
-    assert "stopped serving model transformer" in process.stdout.read()
+    assert "stopped serving transformer" in process.stdout.read()
+  finally:
+    if process.poll() is None:
+      process.kill()
+
+
+def test_a_model_config_file_serves_several_models(tmp_path, exported_model):
+  """TensorFlow Serving's --model_config_file: two names for the same export, each with its
+  status, metadata and predictions; a third name is not found."""
+  config = tmp_path / "models.config"
+  config.write_text("model_config_list {\n"
+                    f'  config {{ name: "en_de" base_path: "{exported_model}" '
+                    'model_platform: "tensorflow" }\n'
+                    f'  config {{ name: "other" base_path: "{exported_model}" }}\n}}\n',
+                    encoding="utf-8")
+  process = subprocess.Popen(
+      [sys.executable, "-m", "t2t_repro.serve", f"--model_config_file={config}",
+       "--rest_api_port=0"], cwd=_REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  try:
+    line = process.stdout.readline()
+    assert "model en_de version 1" in line and "model other version 1" in line, (
+        line + process.stderr.read()[-3000:])
+    base = line.split(" at ")[1].split("/ ")[0]
+    answers = {}
+    for name in ("en_de", "other"):
+      assert httpx.get(f"{base}/v1/models/{name}").json()["model_version_status"][0]["state"] == (
+          "AVAILABLE")
+      assert httpx.get(f"{base}/v1/models/{name}/metadata").json()["model_spec"]["name"] == name
+      answers[name] = _predict(base, {"instances": ["A dog runs."]}, model=name).json()
+    assert answers["en_de"] == answers["other"] and answers["en_de"]["predictions"][0]["translations"]
+    assert _predict(base, {"instances": ["A dog."]}, model="third").status_code == 404
+    assert 'data-model="en_de"' in httpx.get(f"{base}/").text  # the page: the first model
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=120) == 0
   finally:
     if process.poll() is None:
       process.kill()
@@ -250,6 +283,18 @@ def test_serve_command_errors(tmp_path, exported_model):
   no_version = serve(f"--model_base_path={tmp_path}")
   assert no_version.returncode == 1 and "no version folder" in no_version.stderr
   assert serve(f"--model_base_path={tmp_path}", "--max_batch_size=0").returncode == 2
+  both = serve(f"--model_base_path={tmp_path}", f"--model_config_file={tmp_path / 'c'}")
+  assert both.returncode == 2 and "one of --model_base_path and --model_config_file" in both.stderr
+  config = tmp_path / "bad.config"
+  config.write_text('model_config_list { config { name: "a" base_path: "x" } '
+                    'config { name: "a" base_path: "y" } }', encoding="utf-8")
+  twice = serve(f"--model_config_file={config}")
+  assert twice.returncode == 1
+  assert twice.stderr.strip().splitlines()[-1] == (
+      f"serve: error: --model_config_file {config}: model 'a' twice")
+  config.write_text("model_config_list { config { nme: 1 } }", encoding="utf-8")
+  malformed = serve(f"--model_config_file={config}")
+  assert malformed.returncode == 1 and "nme" in malformed.stderr.splitlines()[-1]
   with socket.socket() as taken:
     taken.bind(("127.0.0.1", 0))
     taken.listen()

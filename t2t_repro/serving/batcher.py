@@ -76,7 +76,7 @@ class Batcher:
 
   Args:
     run_batch: (key, {input: list of rows}) -> {output: numpy array [rows, ...]}, called in
-      the decoding thread (`Servable.run`).
+      the decoding thread; key: (model name, signature name) as given to `submit`.
     options: `BatchingOptions`.
     metrics: a `metrics.ServerMetrics` or None.
   """
@@ -112,7 +112,7 @@ class Batcher:
     decoded (a client that went away).
 
     Args:
-      key: the signature; only requests of one key share a batch.
+      key: (model name, signature name); only requests of one key share a batch.
       columns: {input name: list of rows}.
       row_tokens: list of int, the tokens of each row.
       batched: False: the request is a batch of its own, whatever its size.
@@ -203,7 +203,7 @@ class Batcher:
       columns = {name: [row for task, start, end in pieces for row in task.columns[name][start:end]]
                  for name in pieces[0][0].columns}
       if self._metrics is not None:
-        self._metrics.observe_batch(batch.key, sum(end - start for _, start, end in pieces),
+        self._metrics.observe_batch(*batch.key, sum(end - start for _, start, end in pieces),
                                     sum(sum(t.row_tokens[s:e]) for t, s, e in pieces))
       try:
         outputs = await loop.run_in_executor(self._executor, self._run_batch, batch.key, columns)

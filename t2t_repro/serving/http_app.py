@@ -1,5 +1,5 @@
-"""The HTTP application: TensorFlow Serving's REST API over a `Servable` (Starlette, an ASGI
-app that uvicorn runs; `t2t_repro.commands.serve`).
+"""The HTTP application: TensorFlow Serving's REST API over one or more `Servable`s
+(Starlette, an ASGI app that uvicorn runs; `t2t_repro.commands.serve`).
 
   GET  /v1/models/<name>[/versions/<v>]            model status
   GET  /v1/models/<name>[/versions/<v>]/metadata   signatures (GetModelMetadataResponse)
@@ -9,8 +9,10 @@ app that uvicorn runs; `t2t_repro.commands.serve`).
   GET  /                                           a page to translate in a browser
 
 The formats and status codes are TensorFlow Serving's (tensorflow_serving/g3doc/api_rest.md;
-`rest`). Predict requests are checked (`Servable.row_tokens`), queued (`batcher.Batcher`:
-503 with Retry-After when full) and answered when their rows are decoded; a client that
+`rest`). Predict requests are checked (`Servable.row_tokens`), queued (`batcher.Batcher`,
+one queue and one decoding thread for all the models, a batch holding one model's requests
+of one signature: 503 with Retry-After when full) and answered when their rows are decoded;
+the page is the first model's. A client that
 disconnects first has its rows dropped from the queue, and nobody else notices. Errors
 are {"error": message} with a status; no request takes the server down.
 """
@@ -36,11 +38,12 @@ from t2t_repro.serving import rest
 DEFAULT_MAX_REQUEST_BYTES = 1 << 20
 
 
-def create_app(servable, options, max_request_bytes=DEFAULT_MAX_REQUEST_BYTES):
-  """The ASGI app serving `servable`.
+def create_app(servables, options, max_request_bytes=DEFAULT_MAX_REQUEST_BYTES):
+  """The ASGI app serving `servables`.
 
   Args:
-    servable: a `servable.Servable` (or an object with its attributes and methods).
+    servables: a `servable.Servable` (or an object with its attributes and methods), or a
+      list of them with distinct names.
     options: `batcher.BatchingOptions`.
     max_request_bytes: the largest request body; a larger one gets 413.
 
@@ -48,9 +51,12 @@ def create_app(servable, options, max_request_bytes=DEFAULT_MAX_REQUEST_BYTES):
     A Starlette app; `app.state.metrics` is its `metrics.ServerMetrics`, `app.state.batcher`
     its `batcher.Batcher` (started and stopped with the app's lifespan).
   """
+  servables = servables if isinstance(servables, (list, tuple)) else [servables]
+  by_name = {servable.name: servable for servable in servables}
   metrics = metrics_lib.ServerMetrics()
-  batcher = batcher_lib.Batcher(servable.run, options, metrics)
-  api = _Api(servable, batcher, metrics, max_request_bytes)
+  batcher = batcher_lib.Batcher(lambda key, columns: by_name[key[0]].run(key[1], columns),
+                                options, metrics)
+  api = _Api(by_name, batcher, metrics, max_request_bytes)
   versioned = "/v1/models/{name}/versions/{version}"
   routes = [
       Route("/v1/models/{name}:{verb}", api.predict, methods=["POST"]),
@@ -98,20 +104,21 @@ async def _http_exception(request, exc):
 class _Api:
   """The endpoints' handlers."""
 
-  def __init__(self, servable, batcher, metrics, max_request_bytes):
-    self._servable, self._batcher, self._metrics = servable, batcher, metrics
+  def __init__(self, servables, batcher, metrics, max_request_bytes):
+    self._servables, self._batcher, self._metrics = servables, batcher, metrics
     self._max_request_bytes = max_request_bytes
     page = importlib.resources.files("t2t_repro.serving").joinpath("page.html").read_text("utf-8")
-    self._page = page.replace("{{model_name}}", html.escape(servable.name, quote=True))
+    self._page = page.replace("{{model_name}}", html.escape(next(iter(servables)), quote=True))
 
   def _find(self, request):
     """The servable the URL names (404 NOT_FOUND otherwise, TensorFlow Serving's words)."""
     name = request.path_params["name"]
     version = request.path_params.get("version")
-    if name != self._servable.name or version not in (None, str(self._servable.version)):
+    servable = self._servables.get(name)
+    if servable is None or version not in (None, str(servable.version)):
       spec = f"Latest({name})" if version is None else f"Specific({name}, {version})"
       raise rest.ApiError("NOT_FOUND", f"Servable not found for request: {spec}")
-    return self._servable
+    return servable
 
   async def status(self, request):
     return await _answer(self._status, request)
@@ -146,7 +153,7 @@ class _Api:
     signature, columns, row_format = rest.parse_predict(body, servable.signatures)
     row_tokens = servable.row_tokens(signature, columns)
     try:
-      future = self._batcher.submit(signature, columns, row_tokens,
+      future = self._batcher.submit((servable.name, signature), columns, row_tokens,
                                     servable.signatures[signature].batched)
     except batcher_lib.QueueFull as e:
       raise rest.ApiError("UNAVAILABLE", f"The batch scheduling queue to which this task was "

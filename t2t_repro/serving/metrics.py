@@ -2,8 +2,8 @@
 
   t2t_serve_requests_total{endpoint, code}      requests answered, by HTTP status
   t2t_serve_request_latency_seconds{endpoint}   arrival to response, seconds
-  t2t_serve_batch_size{signature}               rows (sentences) per decoding call
-  t2t_serve_batch_tokens{signature}             source tokens (EOS included) per decoding call
+  t2t_serve_batch_size{model, signature}        rows (sentences) per decoding call
+  t2t_serve_batch_tokens{model, signature}      source tokens (EOS included) per decoding call
   t2t_serve_queue_rows, t2t_serve_queue_batches rows and batches waiting to be decoded
   t2t_serve_client_disconnects_total            clients gone before their answer
 
@@ -30,11 +30,11 @@ class ServerMetrics:
         "t2t_serve_request_latency_seconds", "Time from a request's arrival to its response [s].",
         ["endpoint"], buckets=_LATENCY_BUCKETS, registry=r)
     self.batch_size = prometheus_client.Histogram(
-        "t2t_serve_batch_size", "Rows (sentences) per decoding call.", ["signature"],
+        "t2t_serve_batch_size", "Rows (sentences) per decoding call.", ["model", "signature"],
         buckets=_SIZE_BUCKETS, registry=r)
     self.batch_tokens = prometheus_client.Histogram(
         "t2t_serve_batch_tokens", "Source tokens (EOS included) per decoding call.",
-        ["signature"], buckets=_TOKEN_BUCKETS, registry=r)
+        ["model", "signature"], buckets=_TOKEN_BUCKETS, registry=r)
     self.queue_rows = prometheus_client.Gauge(
         "t2t_serve_queue_rows", "Rows waiting to be decoded.", registry=r)
     self.queue_batches = prometheus_client.Gauge(
@@ -46,9 +46,9 @@ class ServerMetrics:
     self.requests.labels(endpoint, str(code)).inc()
     self.latency.labels(endpoint).observe(seconds)
 
-  def observe_batch(self, signature, rows, tokens):
-    self.batch_size.labels(signature).observe(rows)
-    self.batch_tokens.labels(signature).observe(tokens)
+  def observe_batch(self, model, signature, rows, tokens):
+    self.batch_size.labels(model, signature).observe(rows)
+    self.batch_tokens.labels(model, signature).observe(tokens)
 
   def queue(self, rows, batches):
     self.queue_rows.set(rows)

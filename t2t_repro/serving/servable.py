@@ -1,5 +1,6 @@
-"""One exported model version as the HTTP server serves it (`Servable`), and the versions
-of a model base path (`latest_version`).
+"""One exported model version as the HTTP server serves it (`Servable`), the versions of a
+model base path (`latest_version`) and TensorFlow Serving's model config file
+(`read_model_config`).
 
 A `Servable` loads `<model_base_path>/<version>/` (a SavedModel of `t2t_repro.serving.
 saved_model`) with `tf.saved_model.load` and calls its signatures; it checks a request's
@@ -42,6 +43,53 @@ def latest_version(model_base_path):
         f"saved_model.pb, e.g. {os.path.join(model_base_path, '1')}: python -m t2t_repro.export "
         f"--export_dir=...)")
   return max(versions), os.path.join(model_base_path, str(max(versions)))
+
+
+def read_model_config(path):
+  """The models of a TensorFlow Serving model config file (`--model_config_file`): a
+  ModelServerConfig text proto (tensorflow_serving/config/model_server_config.proto, read with
+  tensorflow-serving-api's own classes),
+
+    model_config_list {
+      config { name: "en_de" base_path: "/models/en_de" model_platform: "tensorflow" }
+      config { name: "de_en" base_path: "/models/de_en" }
+    }
+
+  Returns:
+    [(name, base_path)] in the file's order.
+
+  Raises:
+    errors.DataError: the file is not such a config, names a model twice, leaves a name or
+      base_path empty, asks for a platform other than "tensorflow" or a version policy
+      other than the latest version.
+    FileNotFoundError: no such file.
+  """
+  from google.protobuf import text_format  # pylint: disable=import-outside-toplevel
+  from tensorflow_serving.config import model_server_config_pb2  # pylint: disable=import-outside-toplevel
+  with open(path, encoding="utf-8") as f:
+    text = f.read()
+  try:
+    config = text_format.Parse(text, model_server_config_pb2.ModelServerConfig())
+  except text_format.ParseError as e:
+    raise errors.DataError(f"`model_config_file` {path}: {e}") from None
+  models = config.model_config_list.config
+  if not models:
+    raise errors.DataError(f"`model_config_file` {path}: no model_config_list with a config")
+  names = set()
+  for model in models:
+    policy = model.model_version_policy.WhichOneof("policy_choice")
+    problem = ("a config without name or base_path" if not (model.name and model.base_path) else
+               f"model {model.name!r} twice" if model.name in names else
+               f"model {model.name!r}: model_platform {model.model_platform!r}, not 'tensorflow'"
+               if model.model_platform not in ("", "tensorflow") else
+               f"model {model.name!r}: model_version_policy {policy}; only the latest version "
+               "is served" if policy not in (None, "latest") or
+               (policy == "latest" and model.model_version_policy.latest.num_versions > 1)
+               else None)
+    if problem:
+      raise errors.DataError(f"`model_config_file` {path}: {problem}")
+    names.add(model.name)
+  return [(model.name, model.base_path) for model in models]
 
 
 class Signature:
