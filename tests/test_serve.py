@@ -95,8 +95,9 @@ def test_predict_equals_translate_alone_and_merged(servable, exported_model, tra
   assert calls < len(test_lines)  # requests were merged
   assert [m["translations"] for m in merged] == [a["translations"] for a in alone]
   assert [m["scores"] for m in merged] == pytest.approx([a["scores"] for a in alone], abs=1e-5)
-  assert nbest_merged == nbest_alone or [n["translations"] for n in nbest_merged] == [
-      n["translations"] for n in nbest_alone]
+  assert [n["translations"] for n in nbest_merged] == [n["translations"] for n in nbest_alone]
+  assert [n["scores"] for n in nbest_merged] == [
+      pytest.approx(n["scores"], abs=1e-5) for n in nbest_alone]
   cli = subprocess.run(
       [sys.executable, "-m", "t2t_repro.translate", f"--model_dir={trained_run.model_dir}",
        "--noprogress"], input="".join(line + "\n" for line in test_lines), cwd=_REPO,
