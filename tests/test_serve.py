@@ -141,7 +141,7 @@ def test_bad_requests_get_their_status_and_the_server_stays_up(servable):
     assert httpx.get(f"{base}/v1/nothing").json()["error"].startswith("Not Found")
     large = httpx.post(f"{base}/v1/models/transformer:predict",
                        content=json.dumps({"instances": ["a man " * 4000]}))
-    assert large.status_code == 413 and "max_request_bytes=20000" in large.json()["error"]
+    assert large.status_code == 413 and "limit of 20000 bytes" in large.json()["error"]
     assert _predict(base, {"instances": ["A dog."]}).status_code == 200  # still serving
 
 

@@ -171,13 +171,13 @@ class _Api:
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
       raise rest.ApiError("REQUEST_TOO_LARGE", f"the request body is {declared} bytes, more than "
-                          f"the server's --max_request_bytes={limit}")
+                          f"the server's limit of {limit} bytes (max_request_bytes)")
     chunks, size = [], 0
     async for chunk in request.stream():
       size += len(chunk)
       if size > limit:
         raise rest.ApiError("REQUEST_TOO_LARGE", f"the request body is more than the server's "
-                            f"--max_request_bytes={limit}")
+                            f"limit of {limit} bytes (max_request_bytes)")
       chunks.append(chunk)
     return b"".join(chunks)
 

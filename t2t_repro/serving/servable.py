@@ -40,8 +40,8 @@ def latest_version(model_base_path):
   if not versions:
     raise errors.DataError(
         f"`model_base_path` {model_base_path}: no version folder (an integer name holding "
-        f"saved_model.pb, e.g. {os.path.join(model_base_path, '1')}: python -m t2t_repro.export "
-        f"--export_dir=...)")
+        f"saved_model.pb, e.g. {os.path.join(model_base_path, '1')} as the export command "
+        f"writes it)")
   return max(versions), os.path.join(model_base_path, str(max(versions)))
 
 
