@@ -5,8 +5,9 @@ r"""Serves an exported SavedModel over HTTP with TensorFlow Serving's REST API.
 
 Flags named as tensorflow_model_server's: --model_base_path (a folder of numbered versions,
 each a SavedModel of `python -m t2t_repro.export`; the highest is served), --model_name,
---rest_api_port, or --model_config_file for several models; the batching settings keep TensorFlow Serving's names and meanings
-(`t2t_repro.serving.batcher`). Binds 127.0.0.1 unless --rest_api_host says otherwise.
+--rest_api_port, or --model_config_file for several models; the batching settings keep
+TensorFlow Serving's names and meanings (`t2t_repro.serving.batcher`). Binds 127.0.0.1
+unless --rest_api_host says otherwise.
 SIGTERM or Ctrl-C: stops accepting connections, answers the requests under way, exits 0
 (130 for Ctrl-C). The API, the page at / and the metrics: docs/SERVING.md,
 `t2t_repro.serving.http_app`. Needs the serve extra: pip install "t2t_repro[serve]".
