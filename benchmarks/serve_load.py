@@ -27,6 +27,9 @@ The round's lines: --requests_per_client x clients (at least --min_requests) lin
   overload  a second server with a small queue (--overload_batches batches of
             --overload_batch_size rows) gets 2x its capacity at once: every request
             must get 200 or 503 (none lost, none hanging past --round_seconds)
+  http      the HTTP layer, queue and batching alone: the same API with an instant stand-in
+            decoder, in a thread of this process, loaded by as many clients as the largest
+            count: requests/s and the server threads' CPU per request
   memory    the server's RSS at start, after an untimed warm-up pass (each client count
             once: the first calls of each batch shape), after each round and at the end
 
@@ -41,8 +44,11 @@ import re
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
+
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import runlib  # pylint: disable=wrong-import-position
@@ -136,6 +142,67 @@ def offline_round(translator, lines):
   return {"sentences": len(lines), "seconds": wall, "sentences_per_s": len(lines) / wall}
 
 
+class _StandIn:
+  """A servable whose decoding is instant (each sentence is its own translation): what the
+  HTTP layer, the queue and the batching cost alone."""
+  name, version = "transformer", 1
+
+  def __init__(self):
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    signature = type("Signature", (), {"inputs": {"sentences": (tf.string, 1)}, "batched": True,
+                                       "outputs": ["scores", "translations"]})
+    self.signatures = {"serving_default": signature()}
+
+  def row_tokens(self, signature_name, columns):
+    del signature_name
+    return [len(s.split()) + 1 for s in columns["sentences"]]
+
+  def run(self, signature_name, columns):
+    del signature_name
+    rows = columns["sentences"]
+    return {"translations": np.array([s.encode() for s in rows], dtype=object),
+            "scores": np.zeros(len(rows), np.float32)}
+
+
+def http_layer_round(lines, clients, round_seconds):
+  """Requests/s and the server's CPU seconds per request with the instant stand-in decoder,
+  served in a thread of this process (uvicorn, as the command runs it)."""
+  import uvicorn  # pylint: disable=import-outside-toplevel
+  from t2t_repro.serving import batcher, http_app  # pylint: disable=import-outside-toplevel
+  app = http_app.create_app(_StandIn(), batcher.BatchingOptions())
+  server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None,
+                                         access_log=False))
+  thread = threading.Thread(target=server.run, daemon=True)
+  thread.start()
+  while not server.started:
+    time.sleep(0.02)
+  base = f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+  before = _server_cpu()
+  _, statuses, latencies, wall = asyncio.run(load(base, lines, clients, round_seconds))
+  server_cpu = _server_cpu() - before
+  server.should_exit = True
+  thread.join(30)
+  return {"requests": len(statuses), "requests_per_s": len(statuses) / wall,
+          "server_cpu_ms_per_request": 1000 * server_cpu / len(statuses),
+          "p50_ms": 1000 * percentile(latencies, 50)}
+
+
+def _server_cpu():
+  """CPU seconds of this process's threads but the main one (the clients'): the server's
+  event loop and decoding thread (Linux: /proc/self/task/<tid>/stat)."""
+  total = 0
+  for tid in os.listdir("/proc/self/task"):
+    if int(tid) == threading.main_thread().native_id:
+      continue
+    try:
+      with open(f"/proc/self/task/{tid}/stat", encoding="utf-8") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    except FileNotFoundError:  # a thread that just ended
+      continue
+    total += int(fields[11]) + int(fields[12])
+  return total / os.sysconf("SC_CLK_TCK")
+
+
 def check_equality(args, base, lines):
   answers, statuses, _, _ = asyncio.run(load(base, lines, 64, args.round_seconds * 4))
   cli = subprocess.run(
@@ -220,6 +287,7 @@ def main():
     process.terminate()
     result["sigterm_exit_status"] = process.wait(120)
   result["overload"] = check_overload(args, corpus)
+  result["http_layer"] = http_layer_round(corpus[:1000], max(clients_list), args.round_seconds)
   result["load_end"] = os.getloadavg()
   if args.output:
     with open(args.output, "w", encoding="utf-8") as f:
@@ -248,6 +316,10 @@ def table(result):
           f"overload: {over['sent']} requests at once to a queue of {over['capacity_rows']} rows: "
           f"{over['ok']} x 200, {over['unavailable_503']} x 503, {over['other']} other, "
           f"{over['sent'] - over['answered']} unanswered; slowest {over['max_latency_s']:.1f} s",
+          f"HTTP layer alone (instant stand-in decoder, {result['http_layer']['requests']} requests): "
+          f"{result['http_layer']['requests_per_s']:.0f} requests/s, "
+          f"{result['http_layer']['server_cpu_ms_per_request']:.2f} ms of the server threads' "
+          "CPU per request",
           f"server RSS: {result['rss_mib_started']:.0f} MiB started, {result['rss_mib_warm']:.0f} "
           f"MiB after the warm-up pass, {result['rss_mib_end']:.0f} MiB at the end "
           f"({100 * (result['rss_mib_end'] / result['rss_mib_warm'] - 1):+.1f}%); SIGTERM exit "
