@@ -150,6 +150,21 @@ def _train_shared_run(data, work):
       {"returncode": proc.returncode, "exit_after_last_line": exited - last_write}), encoding="utf-8")
 
 
+@pytest.fixture(scope="session")
+def exported_model(trained_run, tmp_path_factory):
+  """The model base path of the server tests: `trained_run`'s model exported by
+  `python -m t2t_repro.export` as <folder>/1. Exported once per session."""
+  with _built_once(tmp_path_factory, "exported") as (work, done):
+    if not done:
+      result = subprocess.run(
+          [sys.executable, "-m", "t2t_repro.export", f"--model_dir={trained_run.model_dir}",
+           f"--export_dir={work / 'base' / '1'}"], capture_output=True, text=True, timeout=900,
+          check=False)
+      assert result.returncode == 0, result.stderr[-3000:]
+      (work / "done.json").write_text("{}", encoding="utf-8")
+  return work / "base"
+
+
 _EXIT_STATUS = []
 
 

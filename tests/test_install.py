@@ -1,7 +1,7 @@
 """A regular (non-editable) install runs every command: the package is built from a copy of
 the sources and installed into a temporary folder, and each console script, each
 `python -m t2t_repro.<command>` and `python -m t2t_repro <command>` answers --help from there,
-with the hparam sets of configs/ shipped inside it."""
+with the hparam sets of configs/ and the server's page shipped inside it."""
 
 import concurrent.futures
 import os
@@ -65,10 +65,13 @@ def test_the_installed_package_is_imported_with_its_hparam_sets(installed):
           "print(t2t_repro.commands.__file__)\n"
           "print(t2t_repro.configs.__file__)\n"
           "print(','.join(hparams.list_hparams()))\n"
-          "print(hparams.get_hparams('big').d_model)\n")
+          "print(hparams.get_hparams('big').d_model)\n"
+          "import importlib.resources\n"
+          "print(importlib.resources.files('t2t_repro.serving').joinpath('page.html').is_file())\n")
   result = _run([sys.executable, "-c", code], installed)
   assert result.returncode == 0, result.stderr[-3000:]
-  commands, configs, sets, d_model = result.stdout.split()
+  commands, configs, sets, d_model, page = result.stdout.split()
+  assert page == "True"  # the server's page (package data) is installed
   assert commands.startswith(str(target)) and configs.startswith(str(target))
   assert sets.split(",") == hparams.list_hparams() and len(sets.split(",")) > 20
   assert d_model == "1024"  # Table 3 "big", read from the installed configs/big.json

@@ -9,8 +9,8 @@ import os
 import sys
 
 # The commands, by name (module t2t_repro.commands.<name>).
-COMMANDS = ("train", "translate", "evaluate", "validate", "score", "tune", "export", "summary",
-            "average", "parse", "plot_attention", "download", "stats")
+COMMANDS = ("train", "translate", "evaluate", "validate", "score", "tune", "export", "serve",
+            "summary", "average", "parse", "plot_attention", "download", "stats")
 
 
 def console_script(name):

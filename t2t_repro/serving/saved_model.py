@@ -32,7 +32,8 @@ Beam size, alpha and the extra decode length (--beam_size, --alpha,
 fixed at export time. A source longer than max_positions - decode_extra_length tokens is
 cut to that length (EOS kept last), as the translate command does. The maximum output length is per sentence
 (source length + extra), so a sentence's translation does not depend on the rest
-of its batch and equals the translate CLI's. Loading needs only TensorFlow and
+of its batch and equals the translate CLI's. The module's variables `max_input_length` and
+`max_positions` (int32 scalars) hold the two length limits. Loading needs only TensorFlow and
 `import tensorflow_text` (registers the sentencepiece ops). Serving: docs/SERVING.md.
 """
 
@@ -82,6 +83,12 @@ class ServingModule(tf.Module):
         translator.model, translator.tokenizer, wide, translator.constraint))
     self.model_weights = [w.value for w in translator.model.weights]  # the tf.Variables
     self.tokenizer = translator.tokenizer
+    # The length limits, for a server to refuse a too-long sentence instead of cutting it
+    # (t2t_repro.serving.servable): int32 scalars [tokens, EOS included].
+    self.max_input_length = tf.Variable(self._translator.value.max_input_length(), dtype=tf.int32,
+                                        trainable=False, name="max_input_length")
+    self.max_positions = tf.Variable(translator.model.max_positions, dtype=tf.int32,
+                                     trainable=False, name="max_positions")
     self._created = _Untracked(time.monotonic())
 
   def _tracing(self, method):

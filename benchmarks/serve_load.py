@@ -1,0 +1,335 @@
+r"""Load test of `python -m t2t_repro.serve` beside offline `translate`, same model, same
+machine, one run, on 127.0.0.1 only, with a fixed number of requests and a time limit.
+
+  python benchmarks/serve_load.py --model_dir=runs/bench_tiny \
+      --model_base_path=runs/bench_export --output=runs/serve_load.json
+
+Needs the serve extra and aiohttp (the load generator): pip install -e ".[serve]" aiohttp.
+The measured server runs with --server_flags (default --batch_timeout_micros=20000: a
+batch waits 20 ms for the clients just answered to send again, so that at 64 clients a
+batch holds about 64 sentences instead of alternating halves).
+
+For each client count of --clients (1, 4, 16, 64), alternately over --rounds rounds:
+
+  offline  the translate command's decoding (`Translator.nbest`, sorted by length,
+           --batch_tokens source tokens per batch) of the round's lines, in this process
+           (model loaded once, outside the timing); again with --small_batch_tokens per
+           batch (about the server's batches at 64 clients: what batch size alone costs)
+  server   the same lines sent one sentence per request by that many concurrent
+           clients (aiohttp, asyncio); sentences/s, p50 and p99 latency, and the mean
+           batch size (rows per decoding call) from the server's /metrics
+
+The round's lines: --requests_per_client x clients (at least --min_requests) lines of
+--input_file from the start, cycling; a round stops early at --round_seconds. Then:
+
+  equality  --equal_lines lines sent at once by 64 clients: the answers must equal
+            `python -m t2t_repro.translate` on the same lines (a subprocess)
+  overload  a second server with a small queue (--overload_batches batches of
+            --overload_batch_size rows) gets 2x its capacity at once: every request
+            must get 200 or 503 (none lost, none hanging past --round_seconds)
+  http      the HTTP layer, queue and batching alone: the same API with an instant stand-in
+            decoder, in a thread of this process, loaded by as many clients as the largest
+            count: requests/s and the server threads' CPU per request
+  memory    the server's RSS at start, after an untimed warm-up pass (each client count
+            once: the first calls of each batch shape), after each round and at the end
+
+Prints a markdown table and writes the results as JSON (--output).
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import runlib  # pylint: disable=wrong-import-position
+
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def start_server(model_base_path, *flags):
+  """(process, base URL) of `python -m t2t_repro.serve` on a free loopback port."""
+  process = subprocess.Popen(
+      [sys.executable, "-m", "t2t_repro.serve", f"--model_base_path={model_base_path}",
+       "--model_name=transformer", "--rest_api_port=0", "--rest_api_host=127.0.0.1", *flags],
+      cwd=_REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+  match = re.search(r"at (http://127\.0\.0\.1:\d+)/", process.stdout.readline())
+  if not match:
+    process.kill()
+    sys.exit("serve_load: the server did not start")
+  return process, match[1]
+
+
+def rss_mib(pid):
+  with open(f"/proc/{pid}/status", encoding="utf-8") as f:
+    return int(re.search(r"VmRSS:\s+(\d+) kB", f.read())[1]) / 1024
+
+
+def metric_sum(base, name):
+  """The sum over labels of samples `name` in the server's /metrics."""
+  with urllib.request.urlopen(f"{base}/metrics") as response:
+    text = response.read().decode("utf-8")
+  return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+             if line.startswith(name + "{") or line.startswith(name + " "))
+
+
+async def load(base, lines, clients, deadline_seconds):
+  """Sends each line as one request from `clients` concurrent clients (aiohttp: a light
+  client, so that the clients' own CPU time weighs little beside the server's); returns
+  (answers by line, statuses, latencies [s], wall seconds). Stops sending at the deadline."""
+  import aiohttp  # pylint: disable=import-outside-toplevel
+  answers, statuses, latencies = [None] * len(lines), [], []
+  next_line = iter(range(len(lines)))
+  started = time.perf_counter()
+  connector = aiohttp.TCPConnector(limit=clients)
+  timeout = aiohttp.ClientTimeout(total=deadline_seconds + 60)
+  async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+    async def one_client():
+      for index in next_line:
+        if time.perf_counter() - started > deadline_seconds:
+          return
+        sent = time.perf_counter()
+        async with session.post(f"{base}/v1/models/transformer:predict",
+                                data=json.dumps({"instances": [lines[index]]})) as response:
+          body = await response.read()
+        latencies.append(time.perf_counter() - sent)
+        statuses.append(response.status)
+        if response.status == 200:
+          answers[index] = json.loads(body)["predictions"][0]["translations"]
+    await asyncio.gather(*(one_client() for _ in range(clients)))
+  return answers, statuses, latencies, time.perf_counter() - started
+
+
+def percentile(values, q):
+  ordered = sorted(values)
+  return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+def offline_translator(model_dir, batch_tokens):
+  """The translate command's Translator of `model_dir` (its hparams' decoding settings)."""
+  # pylint: disable-next=import-outside-toplevel
+  from t2t_repro.decoding import config, loading, translator
+  model, hparams, tokenizer, _ = loading.load_models([model_dir], [None])
+  return translator.Translator(model, tokenizer, config.DecodeConfig.resolve(
+      hparams, batch_tokens=batch_tokens))
+
+
+def server_round(base, lines, clients, round_seconds):
+  calls0 = metric_sum(base, "t2t_serve_batch_size_count")
+  rows0 = metric_sum(base, "t2t_serve_batch_size_sum")
+  _, statuses, latencies, wall = asyncio.run(load(base, lines, clients, round_seconds))
+  calls = metric_sum(base, "t2t_serve_batch_size_count") - calls0
+  rows = metric_sum(base, "t2t_serve_batch_size_sum") - rows0
+  done = sum(1 for s in statuses if s == 200)
+  return {"requests": len(statuses), "ok": done, "seconds": wall, "sentences_per_s": done / wall,
+          "p50_ms": 1000 * percentile(latencies, 50), "p99_ms": 1000 * percentile(latencies, 99),
+          "mean_batch_size": rows / calls if calls else 0.0}
+
+
+def offline_round(translator, lines):
+  started = time.perf_counter()
+  translator.nbest(lines)
+  wall = time.perf_counter() - started
+  return {"sentences": len(lines), "seconds": wall, "sentences_per_s": len(lines) / wall}
+
+
+class _StandIn:
+  """A servable whose decoding is instant (each sentence is its own translation): what the
+  HTTP layer, the queue and the batching cost alone."""
+  name, version = "transformer", 1
+
+  def __init__(self):
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    signature = type("Signature", (), {"inputs": {"sentences": (tf.string, 1)}, "batched": True,
+                                       "outputs": ["scores", "translations"]})
+    self.signatures = {"serving_default": signature()}
+
+  def row_tokens(self, signature_name, columns):
+    del signature_name
+    return [len(s.split()) + 1 for s in columns["sentences"]]
+
+  def run(self, signature_name, columns):
+    del signature_name
+    rows = columns["sentences"]
+    return {"translations": np.array([s.encode() for s in rows], dtype=object),
+            "scores": np.zeros(len(rows), np.float32)}
+
+
+def http_layer_round(lines, clients, round_seconds):
+  """Requests/s and the server's CPU seconds per request with the instant stand-in decoder,
+  served in a thread of this process (uvicorn, as the command runs it)."""
+  import uvicorn  # pylint: disable=import-outside-toplevel
+  from t2t_repro.serving import batcher, http_app  # pylint: disable=import-outside-toplevel
+  app = http_app.create_app(_StandIn(), batcher.BatchingOptions())
+  server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None,
+                                         access_log=False))
+  thread = threading.Thread(target=server.run, daemon=True)
+  thread.start()
+  while not server.started:
+    time.sleep(0.02)
+  base = f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+  before = _server_cpu()
+  _, statuses, latencies, wall = asyncio.run(load(base, lines, clients, round_seconds))
+  server_cpu = _server_cpu() - before
+  server.should_exit = True
+  thread.join(30)
+  return {"requests": len(statuses), "requests_per_s": len(statuses) / wall,
+          "server_cpu_ms_per_request": 1000 * server_cpu / len(statuses),
+          "p50_ms": 1000 * percentile(latencies, 50)}
+
+
+def _server_cpu():
+  """CPU seconds of this process's threads but the main one (the clients'): the server's
+  event loop and decoding thread (Linux: /proc/self/task/<tid>/stat)."""
+  total = 0
+  for tid in os.listdir("/proc/self/task"):
+    if int(tid) == threading.main_thread().native_id:
+      continue
+    try:
+      with open(f"/proc/self/task/{tid}/stat", encoding="utf-8") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    except FileNotFoundError:  # a thread that just ended
+      continue
+    total += int(fields[11]) + int(fields[12])
+  return total / os.sysconf("SC_CLK_TCK")
+
+
+def check_equality(args, base, lines):
+  answers, statuses, _, _ = asyncio.run(load(base, lines, 64, args.round_seconds * 4))
+  cli = subprocess.run(
+      [sys.executable, "-m", "t2t_repro.translate", f"--model_dir={args.model_dir}", "--noprogress"],
+      input="".join(line + "\n" for line in lines), capture_output=True, text=True, cwd=_REPO,
+      check=True)
+  expected = cli.stdout.splitlines()
+  return {"lines": len(lines), "all_200": all(s == 200 for s in statuses),
+          "equal": sum(a == e for a, e in zip(answers, expected)), "identical": answers == expected}
+
+
+def check_overload(args, lines):
+  capacity = args.overload_batches * args.overload_batch_size
+  process, base = start_server(args.model_base_path, f"--max_enqueued_batches={args.overload_batches}",
+                               f"--max_batch_size={args.overload_batch_size}")
+  try:
+    burst = [lines[i % len(lines)] for i in range(2 * capacity)]
+    _, statuses, latencies, wall = asyncio.run(load(base, burst, len(burst), args.round_seconds))
+  finally:
+    process.terminate()
+    exit_status = process.wait(120)
+  return {"capacity_rows": capacity, "sent": len(burst), "answered": len(statuses),
+          "ok": statuses.count(200), "unavailable_503": statuses.count(503),
+          "other": len(statuses) - statuses.count(200) - statuses.count(503),
+          "max_latency_s": max(latencies), "seconds": wall, "sigterm_exit_status": exit_status}
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser.add_argument("--model_dir", required=True)
+  parser.add_argument("--model_base_path", required=True, help="its export (<path>/1)")
+  parser.add_argument("--input_file", default=os.path.join(
+      os.path.dirname(_REPO), "shared", "data", "multi30k", "test_2016_flickr.en"))
+  parser.add_argument("--clients", default="1,4,16,64")
+  parser.add_argument("--rounds", type=int, default=2)
+  parser.add_argument("--requests_per_client", type=int, default=8)
+  parser.add_argument("--min_requests", type=int, default=64)
+  parser.add_argument("--round_seconds", type=float, default=60.0)
+  parser.add_argument("--batch_tokens", type=int, default=4096, help="offline translate's")
+  parser.add_argument("--small_batch_tokens", type=int, default=1024,
+                      help="offline translate again with batches of about the server's size")
+  parser.add_argument("--equal_lines", type=int, default=200)
+  parser.add_argument("--overload_batches", type=int, default=4)
+  parser.add_argument("--overload_batch_size", type=int, default=16)
+  parser.add_argument("--server_flags", default="--batch_timeout_micros=20000",
+                      help="flags of the measured server (space-separated)")
+  parser.add_argument("--output", default=None)
+  args = parser.parse_args()
+  with open(args.input_file, encoding="utf-8") as f:
+    corpus = [line.strip() for line in f if line.strip()]
+  clients_list = [int(c) for c in args.clients.split(",")]
+  result = {"command": " ".join(sys.argv), "server_flags": args.server_flags,
+            "small_batch_tokens": args.small_batch_tokens, "cpu": runlib.cpu_name(), "nproc": os.cpu_count(),
+            "load_start": os.getloadavg(), "date": time.strftime("%Y-%m-%d")}
+  translator = offline_translator(args.model_dir, args.batch_tokens)
+  small_batches = offline_translator(args.model_dir, args.small_batch_tokens)
+  process, base = start_server(args.model_base_path, *args.server_flags.split())
+  try:
+    result["rss_mib_started"] = rss_mib(process.pid)
+    for clients in clients_list:  # untimed: the first calls of each batch shape, both sides
+      lines = corpus[-max(args.min_requests, args.requests_per_client * clients):]
+      server_round(base, lines, clients, args.round_seconds)
+      offline_round(translator, lines)
+      offline_round(small_batches, lines)
+    result["rss_mib_warm"] = rss_mib(process.pid)
+    rows = {c: {"offline": [], "offline_small": [], "server": []} for c in clients_list}
+    for round_index in range(args.rounds):
+      for clients in clients_list:
+        count = max(args.min_requests, args.requests_per_client * clients)
+        lines = [corpus[(round_index * 997 + i) % len(corpus)] for i in range(count)]
+        rows[clients]["offline"].append(offline_round(translator, lines))
+        rows[clients]["offline_small"].append(offline_round(small_batches, lines))
+        rows[clients]["server"].append(server_round(base, lines, clients, args.round_seconds))
+        rows[clients]["server"][-1]["rss_mib_after"] = rss_mib(process.pid)
+        print(f"round {round_index + 1} clients {clients}: offline "
+              f"{rows[clients]['offline'][-1]['sentences_per_s']:.1f}/s, server "
+              f"{rows[clients]['server'][-1]['sentences_per_s']:.1f}/s", file=sys.stderr)
+    result["rounds"] = rows
+    result["equality"] = check_equality(args, base, corpus[:args.equal_lines])
+    result["rss_mib_end"] = rss_mib(process.pid)
+  finally:
+    process.terminate()
+    result["sigterm_exit_status"] = process.wait(120)
+  result["overload"] = check_overload(args, corpus)
+  result["http_layer"] = http_layer_round(corpus[:1000], max(clients_list), args.round_seconds)
+  result["load_end"] = os.getloadavg()
+  if args.output:
+    with open(args.output, "w", encoding="utf-8") as f:
+      json.dump(result, f, indent=1)
+  print(table(result))
+
+
+def table(result):
+  """The results as markdown: one row per client count (medians over rounds)."""
+  out = [f"CPU: {result['cpu']} ({result['nproc']} cores); load average at start "
+         f"{result['load_start'][0]:.2f}, at end {result['load_end'][0]:.2f}", "",
+         f"| clients | offline sent/s | offline, {result['small_batch_tokens']}-token batches | "
+         "server sent/s | server/offline | p50 ms | p99 ms | mean batch |",
+         "|---|---|---|---|---|---|---|---|"]
+  for clients, row in result["rounds"].items():
+    offline = statistics.median(r["sentences_per_s"] for r in row["offline"])
+    small = statistics.median(r["sentences_per_s"] for r in row["offline_small"])
+    server = statistics.median(r["sentences_per_s"] for r in row["server"])
+    med = lambda key: statistics.median(r[key] for r in row["server"])  # pylint: disable=cell-var-from-loop
+    out.append(f"| {clients} | {offline:.1f} | {small:.1f} | {server:.1f} | "
+               f"{server / offline:.2f}x | {med('p50_ms'):.0f} | {med('p99_ms'):.0f} | "
+               f"{med('mean_batch_size'):.1f} |")
+  eq, over = result["equality"], result["overload"]
+  out += ["", f"equality: {eq['equal']}/{eq['lines']} answers equal translate's "
+          f"(all 200: {eq['all_200']})",
+          f"overload: {over['sent']} requests at once to a queue of {over['capacity_rows']} rows: "
+          f"{over['ok']} x 200, {over['unavailable_503']} x 503, {over['other']} other, "
+          f"{over['sent'] - over['answered']} unanswered; slowest {over['max_latency_s']:.1f} s",
+          f"HTTP layer alone (instant stand-in decoder, {result['http_layer']['requests']} requests): "
+          f"{result['http_layer']['requests_per_s']:.0f} requests/s, "
+          f"{result['http_layer']['server_cpu_ms_per_request']:.2f} ms of the server threads' "
+          "CPU per request",
+          f"server RSS: {result['rss_mib_started']:.0f} MiB started, {result['rss_mib_warm']:.0f} "
+          f"MiB after the warm-up pass, {result['rss_mib_end']:.0f} MiB at the end "
+          f"({100 * (result['rss_mib_end'] / result['rss_mib_warm'] - 1):+.1f}%); SIGTERM exit "
+          f"status {result['sigterm_exit_status']}",
+          "server RSS after each server round (MiB): " + ", ".join(
+              f"{r['rss_mib_after']:.0f}" for index in range(len(next(iter(
+                  result["rounds"].values()))["server"])) for row in result["rounds"].values()
+              for r in [row["server"][index]])]
+  return "\n".join(out)
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,228 @@
+"""Batching of concurrent requests, as TensorFlow Serving's `BasicBatchScheduler` does
+(tensorflow_serving/batching/README.md): requests of one signature are merged into a
+batch, one thread decodes batch after batch, and each request gets its own rows back.
+
+The settings (`BatchingOptions`) keep TensorFlow Serving's names and meanings:
+
+* max_batch_size: most rows (sentences) in one batch. A larger request is split over
+  several batches (TensorFlow Serving's `enable_large_batch_splitting`).
+* batch_timeout_micros: how long a batch waits for more rows, from the arrival of its
+  first one, before it is decoded underfull.
+* max_enqueued_batches: batches the queue holds (open or waiting; not the one being
+  decoded). A request that would need more is refused at once (`QueueFull`: HTTP 503,
+  as TensorFlow Serving answers UNAVAILABLE "the batch scheduling queue ... is full").
+
+and add a token budget, max_batch_tokens: most source tokens (EOS included) in one batch;
+a single longer row makes a batch of its own. A batch closes when the next row does not
+fit either bound.
+
+Decoding is per sentence (the SavedModel's maximum output length is per sentence and it
+sorts and chunks its batch itself), so a request's rows get the same outputs merged with
+others as alone (tests/test_serve.py checks it). The event loop only queues: all state
+here is touched from the loop's thread; the decoding thread runs `run_batch` alone.
+"""
+
+import asyncio
+import collections
+import concurrent.futures
+import dataclasses
+import time
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchingOptions:
+  """The batching settings (see the module docstring); TensorFlow Serving's names."""
+  max_batch_size: int = 64
+  max_batch_tokens: int = 4096
+  batch_timeout_micros: int = 2000
+  max_enqueued_batches: int = 16
+
+  def __post_init__(self):
+    for field in dataclasses.fields(self):
+      lowest = 0 if field.name == "batch_timeout_micros" else 1
+      if getattr(self, field.name) < lowest:
+        raise ValueError(f"`{field.name}` must be >= {lowest}, got {getattr(self, field.name)}")
+
+
+class QueueFull(Exception):
+  """The queue has no room for a request (max_enqueued_batches batches are waiting)."""
+
+
+class RequestTooLarge(Exception):
+  """A request has more rows than the whole queue can hold."""
+
+
+class _Task:
+  """One request: its columns, the tokens of each row, its future and its pieces' outputs."""
+
+  def __init__(self, columns, row_tokens, future):
+    self.columns, self.row_tokens, self.future = columns, row_tokens, future
+    self.parts = {}  # start row -> outputs of that piece
+    self.pending = 0
+
+
+class _Batch:
+  """Pieces (task, start, end) of requests of one signature, decoded in one call."""
+
+  def __init__(self, key, opened):
+    self.key, self.opened = key, opened
+    self.pieces, self.rows, self.tokens, self.closed = [], 0, 0, False
+
+
+class Batcher:
+  """Queues requests' rows into batches and decodes them in one thread.
+
+  Args:
+    run_batch: (key, {input: list of rows}) -> {output: numpy array [rows, ...]}, called in
+      the decoding thread; key: (model name, signature name) as given to `submit`.
+    options: `BatchingOptions`.
+    metrics: a `metrics.ServerMetrics` or None.
+  """
+
+  def __init__(self, run_batch, options, metrics=None):
+    self._run_batch, self.options, self._metrics = run_batch, options, metrics
+    self._queue = collections.deque()  # _Batch, oldest first
+    self._open = {}  # key -> the batch that still takes rows
+    self._wakeup = None
+    self._worker = None
+    self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="decode")
+    self._stopping = False
+
+  def start(self):
+    """Starts the loop that hands batches to the decoding thread (in the running loop)."""
+    self._wakeup = asyncio.Event()
+    self._worker = asyncio.get_running_loop().create_task(self._serve())
+
+  async def stop(self):
+    """Decodes what is queued, then stops the decoding thread."""
+    self._stopping = True
+    self._wakeup.set()
+    await self._worker
+    self._executor.shutdown(wait=True)
+
+  def queued_rows(self):
+    """Rows waiting in the queue [int]."""
+    return sum(batch.rows for batch in self._queue)
+
+  def submit(self, key, columns, row_tokens, batched=True):
+    """Queues a request; returns an asyncio.Future of its outputs ({output: numpy array
+    [rows, ...]}, rows in request order). Cancel the future to drop the rows not yet
+    decoded (a client that went away).
+
+    Args:
+      key: (model name, signature name); only requests of one key share a batch.
+      columns: {input name: list of rows}.
+      row_tokens: list of int, the tokens of each row.
+      batched: False: the request is a batch of its own, whatever its size.
+
+    Raises:
+      QueueFull: the queue lacks the batches the request needs.
+      RequestTooLarge: the request is larger than the whole queue.
+    """
+    now = time.monotonic()
+    if len(self._plan(None, row_tokens, batched)) > self.options.max_enqueued_batches:
+      raise RequestTooLarge(
+          f"the request has {len(row_tokens)} rows, more than the queue's "
+          f"{self.options.max_enqueued_batches} batches of {self.options.max_batch_size} rows "
+          f"and {self.options.max_batch_tokens} tokens hold")
+    plan = self._plan(self._open.get(key), row_tokens, batched)
+    new_batches = sum(1 for batch, _, _ in plan if batch is None)
+    if len(self._queue) + new_batches > self.options.max_enqueued_batches:
+      raise QueueFull(f"the batch queue is full ({len(self._queue)} of "
+                      f"{self.options.max_enqueued_batches} batches waiting)")
+    task = _Task(columns, row_tokens, asyncio.get_running_loop().create_future())
+    for batch, start, end in plan:
+      if batch is None:
+        batch = _Batch(key, now)
+        self._queue.append(batch)
+        if self._open.get(key) is not None:
+          self._open[key].closed = True
+        self._open[key] = batch if batched else None
+        batch.closed = not batched
+      batch.pieces.append((task, start, end))
+      batch.rows += end - start
+      batch.tokens += sum(row_tokens[start:end])
+      task.pending += 1
+    self._wakeup.set()
+    self._report_queue()
+    return task.future
+
+  def _plan(self, batch, row_tokens, batched):
+    """[(batch or None for a new one, start row, end row)]: the request's rows cut over
+    `batch` (the open batch of their signature, or None) and new batches, each within
+    max_batch_size and max_batch_tokens."""
+    if not batched:
+      return [(None, 0, len(row_tokens))]
+    plan, start = [], 0
+    rows, tokens = (batch.rows, batch.tokens) if batch is not None else (0, 0)
+    while start < len(row_tokens):
+      end = start
+      while end < len(row_tokens) and self._fits(rows, tokens, row_tokens[end]):
+        rows, tokens, end = rows + 1, tokens + row_tokens[end], end + 1
+      if end > start:
+        plan.append((batch, start, end))
+        start = end
+      batch, rows, tokens = None, 0, 0  # the next rows open a new batch
+    return plan
+
+  def _fits(self, rows, tokens, row):
+    return rows == 0 or (rows < self.options.max_batch_size
+                         and tokens + row <= self.options.max_batch_tokens)
+
+  async def _next_batch(self):
+    """The oldest batch once it is full or its timeout has passed (None: stopped, empty)."""
+    timeout = self.options.batch_timeout_micros / 1e6
+    while True:
+      if self._queue:
+        head = self._queue[0]
+        wait = head.opened + timeout - time.monotonic()
+        if head.closed or wait <= 0 or self._stopping:
+          self._queue.popleft()
+          if self._open.get(head.key) is head:
+            del self._open[head.key]
+          self._report_queue()
+          return head
+      elif self._stopping:
+        return None
+      else:
+        wait = None
+      self._wakeup.clear()
+      try:
+        await asyncio.wait_for(self._wakeup.wait(), wait)
+      except asyncio.TimeoutError:
+        pass
+
+  async def _serve(self):
+    loop = asyncio.get_running_loop()
+    while (batch := await self._next_batch()) is not None:
+      pieces = [piece for piece in batch.pieces if not piece[0].future.done()]  # not cancelled
+      if not pieces:
+        continue
+      columns = {name: [row for task, start, end in pieces for row in task.columns[name][start:end]]
+                 for name in pieces[0][0].columns}
+      if self._metrics is not None:
+        self._metrics.observe_batch(*batch.key, sum(end - start for _, start, end in pieces),
+                                    sum(sum(t.row_tokens[s:e]) for t, s, e in pieces))
+      try:
+        outputs = await loop.run_in_executor(self._executor, self._run_batch, batch.key, columns)
+      except Exception as e:  # pylint: disable=broad-except  # the requests' error, not ours
+        for task, _, _ in pieces:
+          if not task.future.done():
+            task.future.set_exception(e)
+        continue
+      offset = 0
+      for task, start, end in pieces:
+        task.parts[start] = {name: value[offset:offset + end - start]
+                             for name, value in outputs.items()}
+        offset += end - start
+        task.pending -= 1
+        if task.pending == 0 and not task.future.done():
+          parts = [task.parts[s] for s in sorted(task.parts)]
+          task.future.set_result({name: np.concatenate([part[name] for part in parts])
+                                  for name in parts[0]})
+
+  def _report_queue(self):
+    if self._metrics is not None:
+      self._metrics.queue(self.queued_rows(), len(self._queue))

@@ -1,0 +1,146 @@
+"""The server's batching (t2t_repro.serving.batcher) with a stand-in decoder: how requests
+are merged and split within max_batch_size and max_batch_tokens, the order of each
+request's rows, the full queue, cancelled requests."""
+
+import asyncio
+import threading
+
+import numpy as np
+import pytest
+
+from t2t_repro.serving.batcher import Batcher, BatchingOptions, QueueFull, RequestTooLarge
+
+
+class _Recorder:
+  """A decoder that records each batch it gets and answers each row with its text
+  upper-cased; waits for `gate` first when one is given."""
+
+  def __init__(self, gate=None):
+    self.batches, self.gate = [], gate
+
+  def __call__(self, key, columns):
+    if self.gate is not None:
+      assert self.gate.wait(30)
+    self.batches.append((key, list(columns["sentences"])))
+    return {"translations": np.array([s.upper().encode() for s in columns["sentences"]],
+                                     dtype=object),
+            "lengths": np.array([len(s) for s in columns["sentences"]], np.int32)}
+
+
+def _run(coroutine):
+  return asyncio.run(coroutine)
+
+
+async def _serve(options, requests, decoder):
+  """Submits `requests` [(key, sentences, row_tokens)] at once; returns their outputs."""
+  batcher = Batcher(decoder, options)
+  batcher.start()
+  futures = [batcher.submit(key, {"sentences": rows}, tokens) for key, rows, tokens in requests]
+  results = await asyncio.gather(*futures)
+  await batcher.stop()
+  return results
+
+
+def test_requests_are_merged_within_the_row_and_token_bounds_and_split_back():
+  options = BatchingOptions(max_batch_size=4, max_batch_tokens=20, batch_timeout_micros=50_000)
+  requests = [("a", ["x1", "x2"], [5, 5]),       # batch 1
+              ("a", ["y1", "y2", "y3"], [4, 4, 4]),  # y1, y2 fit batch 1 (4 rows: 18 tokens)
+              ("b", ["z1"], [3]),                # another signature: a batch of its own
+              ("a", ["w1"], [30])]               # over the token budget: alone
+  recorder = _Recorder()
+  results = _run(_serve(options, requests, recorder))
+  # Batches are decoded in the order they were opened.
+  assert recorder.batches == [("a", ["x1", "x2", "y1", "y2"]), ("a", ["y3"]), ("b", ["z1"]),
+                              ("a", ["w1"])]
+  for (_, rows, _), result in zip(requests, results):
+    assert [t.decode() for t in result["translations"]] == [r.upper() for r in rows]
+    assert result["lengths"].tolist() == [len(r) for r in rows]
+
+
+def test_a_request_larger_than_a_batch_is_split_and_rejoined_in_order():
+  options = BatchingOptions(max_batch_size=3, max_batch_tokens=100, batch_timeout_micros=0)
+  rows = [f"s{i}" for i in range(8)]
+  recorder = _Recorder()
+  (result,) = _run(_serve(options, [("a", rows, [2] * 8)], recorder))
+  assert [len(batch) for _, batch in recorder.batches] == [3, 3, 2]
+  assert [t.decode() for t in result["translations"]] == [r.upper() for r in rows]
+
+
+def test_a_full_queue_refuses_at_once_and_a_too_large_request_always():
+  options = BatchingOptions(max_batch_size=2, max_batch_tokens=100, batch_timeout_micros=0,
+                            max_enqueued_batches=2)
+  gate = threading.Event()
+
+  async def scenario():
+    batcher = Batcher(_Recorder(gate), options)
+    batcher.start()
+    first = batcher.submit("a", {"sentences": ["busy"]}, [1])
+    await asyncio.sleep(0.2)  # taken by the decoding thread, which waits at the gate
+    queued = [batcher.submit("a", {"sentences": ["q1", "q2"]}, [1, 1]),
+              batcher.submit("a", {"sentences": ["q3"]}, [1])]  # 2 batches: the queue is full
+    with pytest.raises(QueueFull, match="2 of 2 batches"):
+      batcher.submit("a", {"sentences": ["q4", "q5"]}, [1, 1])
+    with pytest.raises(RequestTooLarge, match="5 rows"):
+      batcher.submit("a", {"sentences": ["r"] * 5}, [1] * 5)
+    assert batcher.queued_rows() == 3
+    gate.set()
+    results = await asyncio.gather(first, *queued)
+    await batcher.stop()
+    return results
+
+  results = _run(scenario())
+  assert [[t.decode() for t in r["translations"]] for r in results] == [["BUSY"], ["Q1", "Q2"],
+                                                                        ["Q3"]]
+
+
+def test_a_cancelled_request_is_not_decoded():
+  options = BatchingOptions(max_batch_size=8, batch_timeout_micros=0)
+  gate = threading.Event()
+  recorder = _Recorder(gate)
+
+  async def scenario():
+    batcher = Batcher(recorder, options)
+    batcher.start()
+    busy = batcher.submit("a", {"sentences": ["busy"]}, [1])
+    await asyncio.sleep(0.2)
+    gone = batcher.submit("a", {"sentences": ["gone"]}, [1])
+    kept = batcher.submit("b", {"sentences": ["kept"]}, [1])
+    gone.cancel()
+    gate.set()
+    results = await asyncio.gather(busy, kept)
+    await batcher.stop()
+    return results
+
+  _run(scenario())
+  assert recorder.batches == [("a", ["busy"]), ("b", ["kept"])]
+
+
+def test_a_failing_batch_fails_its_requests_only():
+  calls = []
+
+  def decoder(key, columns):
+    calls.append(key)
+    if key == "bad":
+      raise ValueError("broken input")
+    return {"lengths": np.array([len(s) for s in columns["sentences"]])}
+
+  async def scenario():
+    batcher = Batcher(decoder, BatchingOptions(batch_timeout_micros=0))
+    batcher.start()
+    bad = batcher.submit("bad", {"sentences": ["x"]}, [1])
+    good = batcher.submit("good", {"sentences": ["abc"]}, [1])
+    with pytest.raises(ValueError, match="broken input"):
+      await bad
+    result = await good
+    await batcher.stop()
+    return result
+
+  assert _run(scenario())["lengths"].tolist() == [3]
+  assert calls == ["bad", "good"]
+
+
+def test_options_are_checked():
+  with pytest.raises(ValueError, match="max_batch_size"):
+    BatchingOptions(max_batch_size=0)
+  with pytest.raises(ValueError, match="batch_timeout_micros"):
+    BatchingOptions(batch_timeout_micros=-1)
