@@ -110,7 +110,8 @@ def test_score_header_names_the_written_columns(trained_run, tmp_path):
 def test_score_command_errors(trained_run, tmp_path):
   proc = _score(trained_run.model_dir, tmp_path, targets=["eins", "zwei"])
   assert proc.returncode == 1
-  assert proc.stderr.startswith("score: error: ") and "has 5 lines" in proc.stderr
+  errors = [line for line in proc.stderr.splitlines() if line.startswith("score: error: ")]
+  assert len(errors) == 1 and "has 5 lines" in errors[0] and "Traceback" not in proc.stderr
   long_line = " ".join(["word"] * 600)
   proc = _score(trained_run.model_dir, tmp_path, sources=["A man.", long_line], targets=["a", "b"])
   assert proc.returncode == 1 and "line 2:" in proc.stderr and "max_positions" in proc.stderr

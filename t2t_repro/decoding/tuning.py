@@ -26,7 +26,7 @@ def grid_search(translator, grid, evaluate):
 
   Args:
     translator: a `Translator`; its config's beam_size and alpha are set to each point,
-      and left at the chosen one (n_best is kept at most the beam size).
+      and left at the chosen one.
     grid: list of (beam_size: int >= 1, alpha: float >= 0), in the order of preference
       for ties.
     evaluate: function(translator) -> (value: float, details), higher is better.
@@ -42,9 +42,8 @@ def grid_search(translator, grid, evaluate):
     raise ValueError("the grid of beam sizes and alphas is empty")
   rows, best, best_details = [], None, None
   for beam_size, alpha in grid:
-    translator.config = dataclasses.replace(
-        translator.config, beam_size=beam_size, alpha=float(alpha),
-        n_best=min(translator.config.n_best, beam_size))
+    translator.config = dataclasses.replace(translator.config, beam_size=beam_size,
+                                            alpha=float(alpha))
     started = time.monotonic()
     value, details = evaluate(translator)
     rows.append({"beam_size": beam_size, "alpha": float(alpha), "value": float(value),
