@@ -168,11 +168,12 @@ def model_garden_model(config=None, norm_first=False, dropout=None, beam_size=4,
       intermediate_size=cfg["d_ff"], activation="relu", dropout_rate=rates[0],
       attention_dropout_rate=rates[1], intermediate_dropout=rates[2],
       use_bias=False, norm_first=norm_first, norm_epsilon=1e-6)
+  # Positional, in Model Garden's order: vocab_size, embedding_width, dropout_rate,
+  # padded_decode, decode_max_length, then its output budget (our decode_extra_length), beam_size
+  # and alpha.
   return models.Seq2SeqTransformer(
-      vocab_size=cfg["vocab_size"], embedding_width=cfg["d_model"],
-      dropout_rate=rates[0], extra_decode_length=decode_extra_length,  # Model Garden's keyword
-      beam_size=beam_size, alpha=alpha,
-      encoder_layer=models.TransformerEncoder(**block),
+      cfg["vocab_size"], cfg["d_model"], rates[0], False, None, decode_extra_length, beam_size,
+      alpha, encoder_layer=models.TransformerEncoder(**block),
       decoder_layer=models.TransformerDecoder(**block), eos_id=eos_id)
 
 
