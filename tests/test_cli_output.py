@@ -224,13 +224,13 @@ def test_is_noise_levels():
 
 @pytest.mark.slow
 def test_averaging_a_short_run_says_what_to_do(trained_run, tmp_path):
-  """README flow on a model dir with fewer checkpoints than the set averages (tiny: 5)."""
+  """README flow on a model dir with fewer checkpoints than it asks to average (5)."""
   result = _run([tool_path("average_checkpoints"), f"--model_dir={trained_run.model_dir}",
-                 f"--output_dir={tmp_path / 'avg'}"])
-  assert result.returncode == 2  # a usage error: --num_last
+                 "--average_last=5", f"--output_dir={tmp_path / 'avg'}"])
+  assert result.returncode == 2  # a usage error: --average_last
   assert result.stderr.startswith("average: error: ") and result.stderr.count("\n") == 1
-  assert "lists 2 checkpoints, fewer than --num_last=5" in result.stderr
-  assert "average those with --num_last=2" in result.stderr
+  assert "lists 2 checkpoints, fewer than --average_last=5" in result.stderr
+  assert "average those with --average_last=2" in result.stderr
   assert not os.path.exists(tmp_path / "avg")
 
 
@@ -304,4 +304,5 @@ def test_translate_log_is_plain(tmp_path_factory, shared_data_dir):
   assert result.returncode == 0, result.stderr[-2000:]
   assert len(result.stdout.split("\n")) == 4
   assert "\r" not in result.stderr and not ANSI.search(result.stderr), result.stderr
-  assert re.fullmatch(r"translated 3 lines in 0:00:\d\d\n", result.stderr), result.stderr
+  assert re.fullmatch(r"loading \S+ckpt-\d+\ntranslated 3 lines in 0:00:\d\d\n", result.stderr), \
+      result.stderr

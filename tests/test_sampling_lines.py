@@ -129,7 +129,7 @@ def test_same_samples_whatever_batch_tokens_from_a_file_and_from_stdin(trained_r
   lines = [SENTENCE, *dev[:6], "", SENTENCE, *dev[6:], SENTENCE, SENTENCE]
   (tmp_path / "in.en").write_text("\n".join(lines) + "\n", encoding="utf-8")
   model, _, tokenizer = loaded
-  outputs = [Translator(model, tokenizer, DecodeConfig(sampling_temperature=1.0, seed=1,
+  outputs = [Translator(model, tokenizer, DecodeConfig(sampling_temperature=1.0, sampling_seed=1,
                                                        decode_batch_tokens=b)).translate(lines)
              for b in (64, 1024, 4096)]
   assert outputs[0] == outputs[1] == outputs[2]

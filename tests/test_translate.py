@@ -88,10 +88,10 @@ def _translator(loaded, **settings):
 def test_decode_config_resolution(loaded):
   _, hparams, _ = loaded  # beam 3, alpha 0.6, extra 4
   assert DecodeConfig.resolve(hparams) == DecodeConfig(3, 0.6, 4, 4096, 1)
-  assert DecodeConfig.resolve(hparams, alpha=0.0, n_best=5, batch_tokens=64) == \
+  assert DecodeConfig.resolve(hparams, alpha=0.0, n_best=5, decode_batch_tokens=64) == \
       DecodeConfig(5, 0.0, 4, 64, 5)  # the beam widened to n_best
   assert DecodeConfig.resolve(hparams, beam_size=7, decode_extra_length=0).beam_size == 7
-  for bad in (dict(beam_size=0), dict(alpha=-1.0), dict(batch_tokens=0), dict(n_best=3, beam_size=2),
+  for bad in (dict(beam_size=0), dict(alpha=-1.0), dict(decode_batch_tokens=0), dict(n_best=3, beam_size=2),
               dict(decode_extra_length=-1)):
     with pytest.raises(ValueError, match=next(iter(bad)) if "n_best" not in bad else "n_best"):
       DecodeConfig(**bad)
@@ -122,8 +122,8 @@ def test_max_positions_checked_at_decode_time(loaded):
 
 
 def test_translator_order_blank_and_batching(loaded, news_lines):
-  one_batch = _translator(loaded, batch_tokens=100000).translate(news_lines)
-  small = _translator(loaded, batch_tokens=40).translate(news_lines)
+  one_batch = _translator(loaded, decode_batch_tokens=100000).translate(news_lines)
+  small = _translator(loaded, decode_batch_tokens=40).translate(news_lines)
   assert small == one_batch and len(one_batch) == len(news_lines)
   assert one_batch[1] == "" and one_batch[3] == ""
   assert all(one_batch[i] for i in (0, 2, 4, 5, 6, 7, 8))
@@ -142,7 +142,7 @@ def test_cli_nbest_and_evaluate(tmp_path, model_dir, loaded, news_lines):
   ref.write_text("".join(line + "\n" for line in news_lines), encoding="utf-8")
   result = subprocess.run(
       [sys.executable, "-m", "t2t_repro.translate", f"--model_dir={model_dir}",
-       f"--input_file={src}", f"--output_file={out}", "--n_best=2", "--batch_tokens=50",
+       f"--input_file={src}", f"--output_file={out}", "--n_best=2", "--decode_batch_tokens=50",
        "--decode_extra_length=4", "--evaluate", f"--ref={ref}"],
       cwd=_REPO, capture_output=True, text=True, timeout=300, check=False)
   assert result.returncode == 0, result.stderr[-3000:]
@@ -153,4 +153,5 @@ def test_cli_nbest_and_evaluate(tmp_path, model_dir, loaded, news_lines):
                                   "7", "8", "8"]
   assert "sacreBLEU" in result.stdout and "chrF" in result.stdout
   # Progress goes to stderr, never into the output; not a terminal: one plain line, no bar.
-  assert result.stderr.startswith("translated 9 lines in ") and "translated" not in result.stdout
+  assert result.stderr.startswith("loading ") and "\ntranslated 9 lines in " in result.stderr
+  assert "translated" not in result.stdout

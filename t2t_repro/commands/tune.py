@@ -23,6 +23,7 @@ from t2t_repro.commands import config_flags
 from t2t_repro.commands import shared_flags
 from t2t_repro.commands import split_flags
 from t2t_repro.decoding import config as decode_config
+from t2t_repro.model_dir import DECODING_FILE
 
 FLAGS = flags.FLAGS
 METRICS = ("sacrebleu", "chrf", "bleu_lc_tok")  # `decoding.tuning.METRICS`, without TensorFlow
@@ -82,4 +83,4 @@ def main(argv):
   print(tuning.format_grid(choice))
   tuning.write_choice(FLAGS.model_dir, choice)
   print(f"chose beam_size {choice['beam_size']}, alpha {choice['alpha']:g} ({FLAGS.metric} "
-        f"{choice['value']:.2f} on {data}); wrote {os.path.join(FLAGS.model_dir, 'decoding.json')}")
+        f"{choice['value']:.2f} on {data}); wrote {os.path.join(FLAGS.model_dir, DECODING_FILE)}")

@@ -23,24 +23,24 @@ from t2t_repro.model.weights import restore_weights
 from t2t_repro.model_dir import ModelDir, checkpoint_exists
 
 
-def last_checkpoints(model_dir, num_last):
-  """The last `num_last` checkpoints of a `ModelDir`'s `checkpoint` state file, oldest first.
+def last_checkpoints(model_dir, average_last):
+  """The last `average_last` checkpoints of a `ModelDir`'s `checkpoint` state file, oldest first.
 
   Raises:
     FileNotFoundError: no state file, or a listed checkpoint is gone.
-    ValueError: fewer than num_last checkpoints (the message lists them).
+    ValueError: fewer than average_last checkpoints (the message lists them).
   """
   model_dir = ModelDir(model_dir)
   paths = model_dir.checkpoint_paths()
   if paths is None:
     raise FileNotFoundError(
         f"no '{model_dir_lib.CHECKPOINT_STATE_FILE}' state file in {model_dir.path}")
-  if len(paths) < num_last:
-    raise ValueError(f"{model_dir.path} lists {len(paths)} checkpoints, fewer than `num_last`="
-                     f"{num_last}: {[os.path.basename(p) for p in paths]}; average those with "
-                     f"`num_last`={len(paths)}, or train with a smaller `save_checkpoints_steps` "
+  if len(paths) < average_last:
+    raise ValueError(f"{model_dir.path} lists {len(paths)} checkpoints, fewer than `average_last`="
+                     f"{average_last}: {[os.path.basename(p) for p in paths]}; average those with "
+                     f"`average_last`={len(paths)}, or train with a smaller `save_checkpoints_steps` "
                      "to keep more")
-  paths = paths[-num_last:]
+  paths = paths[-average_last:]
   for path in paths:
     if not checkpoint_exists(path):
       raise FileNotFoundError(f"checkpoint {path} is listed in "
