@@ -86,3 +86,16 @@ def test_tune_refuses_a_bad_grid_before_loading(tmp_path):
                           timeout=300, check=False)
   assert result.returncode == 2 and "tune: error: --beam_sizes=0,4" in result.stderr
   assert not os.listdir(tmp_path)
+
+
+def test_a_broken_decoding_json_is_one_line(trained_run, tmp_path):
+  model_dir = shutil.copytree(trained_run.model_dir, tmp_path / "model")
+  (model_dir / "decoding.json").write_text('{"beam_size": 0}', encoding="utf-8")
+  before = sorted(os.listdir(model_dir))
+  result = subprocess.run([sys.executable, "-m", "t2t_repro.translate", f"--model_dir={model_dir}"],
+                          input="A dog.\n", capture_output=True, text=True, env=_ENV, timeout=300,
+                          check=False)
+  assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
+  errors = [line for line in result.stderr.splitlines() if line.startswith("translate: error: ")]
+  assert len(errors) == 1 and "decoding.json: not a choice of" in errors[0]
+  assert sorted(os.listdir(model_dir)) == before

@@ -6,6 +6,8 @@
   flags.json).
 """
 
+import os
+
 from absl import flags
 
 from t2t_repro import errors
@@ -26,8 +28,10 @@ def define(split_default="dev"):
   flags.DEFINE_string("split", split_default, "Split of the problem to use (train, dev, test, ...).")
 
 
-def file_pairs(model_dir):
-  """([(source path, target path), ...], description) of the data the flags name.
+def corpus(model_dir):
+  """(corpus, description, target language) of the data the flags name: a streamed
+  `data.corpus.ParallelCorpus` of --src/--tgt, or the problem's own corpus of --split
+  (`Problem.corpus`: text files or TFDS), read in bounded memory whatever its size.
 
   Raises:
     errors.UsageError: --src without --tgt (or the reverse), both forms given, no problem
@@ -38,7 +42,10 @@ def file_pairs(model_dir):
       raise errors.UsageError("--src and --tgt go together")
     if FLAGS.problem:
       raise errors.UsageError("give either --src/--tgt or --problem, not both")
-    return [(FLAGS.src, FLAGS.tgt)], f"{FLAGS.src}, {FLAGS.tgt}"
+    from t2t_repro.data import corpus as corpus_lib  # pylint: disable=import-outside-toplevel
+    ext = os.path.splitext(FLAGS.tgt)[1][1:]
+    return (corpus_lib.ParallelCorpus([(FLAGS.src, FLAGS.tgt)]), f"{FLAGS.src}, {FLAGS.tgt}",
+            ext if len(ext) == 2 and ext.isalpha() else "de")
   run = ModelDir(model_dir).read_flags()
   name = FLAGS.problem or run.get("problem")
   if not name:
@@ -55,4 +62,4 @@ def file_pairs(model_dir):
   if FLAGS.split not in problem.splits:
     raise errors.UsageError(f"--split={FLAGS.split}: {name} has the splits "
                             f"{', '.join(problem.splits)}")
-  return problem.file_pairs(FLAGS.split), f"{name} {FLAGS.split}"
+  return problem.corpus(FLAGS.split), f"{name} {FLAGS.split}", problem.target_lang

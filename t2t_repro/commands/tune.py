@@ -18,7 +18,6 @@ from absl import flags
 from absl import logging
 
 from t2t_repro import errors
-from t2t_repro import fileio
 from t2t_repro.commands import config_flags
 from t2t_repro.commands import shared_flags
 from t2t_repro.commands import split_flags
@@ -39,7 +38,7 @@ def define_flags():
   flags.DEFINE_enum("metric", "sacrebleu", list(METRICS), "The score maximized: cased "
                     "sacreBLEU (13a), chrF, or lowercased Moses-tokenized BLEU.")
   flags.DEFINE_string("tgt_lang", None, "Target language of the tokenized BLEU (default: the "
-                      "reference file's extension if two letters, else 'de').")
+                      "problem's, or --tgt's extension if two letters, else 'de').")
   config_flags.define(decode_config.DecodeConfig,
                       names=("decode_extra_length", "decode_batch_tokens", "max_input_length"),
                       none_defaults=True)
@@ -60,14 +59,13 @@ def main(argv):
     raise errors.UsageError(f"unexpected arguments: {argv[1:]}")
   beam_sizes = _numbers("beam_sizes", FLAGS.beam_sizes, int, 1)
   alphas = _numbers("alphas", FLAGS.alphas, float, 0)
-  files, data = split_flags.file_pairs(FLAGS.model_dir)
-  sources = [line for src, _ in files for line in fileio.read_lines(src)]
-  references = [line for _, tgt in files for line in fileio.read_lines(tgt)]
-  if len(sources) != len(references):
-    raise errors.DataError(f"{data}: {len(sources)} source lines but {len(references)} "
-                           "reference lines")
-  ext = os.path.splitext(files[0][1])[1][1:]
-  tgt_lang = FLAGS.tgt_lang or (ext if len(ext) == 2 and ext.isalpha() else "de")
+  dev, data, tgt_lang = split_flags.corpus(FLAGS.model_dir)
+  # A dev set is decoded once per grid point, so it is held in memory: a few thousand lines.
+  pairs = list(dev.iter_pairs())
+  if not pairs:
+    raise errors.DataError(f"{data}: no sentence pair to tune on")
+  sources, references = (list(side) for side in zip(*pairs))
+  tgt_lang = FLAGS.tgt_lang or tgt_lang
   # pylint: disable-next=import-outside-toplevel
   from t2t_repro.decoding import loading, translator as translator_lib, tuning
   model, hparams, tokenizer, paths = loading.load_models(

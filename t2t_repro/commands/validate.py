@@ -40,9 +40,7 @@ def define_flags():
 def main(argv):
   if len(argv) > 1:
     raise errors.UsageError(f"unexpected arguments: {argv[1:]}")
-  files, data = split_flags.file_pairs(FLAGS.model_dir)
-  from t2t_repro.data import corpus  # pylint: disable=import-outside-toplevel
-  pairs = corpus.ParallelCorpus(files)
+  pairs, data, _ = split_flags.corpus(FLAGS.model_dir)
   from t2t_repro.decoding import loading  # pylint: disable=import-outside-toplevel
   from t2t_repro.training.perplexity import perplexity  # pylint: disable=import-outside-toplevel
   checkpoint = ModelDir(FLAGS.model_dir).resolve_checkpoint(FLAGS.checkpoint_path)

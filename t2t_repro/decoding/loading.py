@@ -73,15 +73,24 @@ def load_for_inference(model_dir, checkpoint_path=None, inference_dtype="float32
 def tuned_hparams(files):
   """The hparams of the model dir `files` (a `ModelDir`), with the beam_size and alpha that
   `tune` chose on a dev set (`decoding.json`, `decoding.tuning`) in place of the set's: the
-  defaults of every decoding command, a flag still overriding them."""
+  defaults of every decoding command, a flag still overriding them.
+
+  Raises:
+    errors.DataError: decoding.json is not JSON, or lacks a valid beam_size or alpha.
+  """
   hparams = files.read_hparams()
   choice = files.read_json(DECODING_FILE, required=False)
   if choice is None:
     return hparams
+  try:
+    tuned = hparams.replace(beam_size=choice["beam_size"], alpha=choice["alpha"])
+  except (KeyError, TypeError, ValueError) as e:
+    raise errors.DataError(f"{files.file(DECODING_FILE)}: not a choice of `tune` ({e}); "
+                           "rerun tune or remove the file") from None
   logging.info("decoding settings of %s: beam_size %d, alpha %g (chosen on %s by %s %.2f)",
                files.file(DECODING_FILE), choice["beam_size"], choice["alpha"],
                choice.get("dev", "dev"), choice.get("metric", ""), choice.get("value", 0))
-  return hparams.replace(beam_size=choice["beam_size"], alpha=choice["alpha"])
+  return tuned
 
 
 class EnsembleError(errors.UsageError):
