@@ -118,10 +118,6 @@ class ModelDir:
     return self.file(HPARAMS_FILE)
 
   @property
-  def flags_path(self):
-    return self.file(FLAGS_FILE)
-
-  @property
   def vocab_path(self):
     return self.file(VOCAB_FILE)
 

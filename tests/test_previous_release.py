@@ -59,3 +59,24 @@ def test_old_hparam_names_are_read_as_the_new_ones(tmp_path):
   assert get_hparams(str(path)).learning_rate_constant == 1.5
   with pytest.raises(ValueError, match="learning_rate_constant"):
     get_hparams("base", "learning_rate=0")
+
+
+def test_a_commands_own_flag_of_an_old_name_gives_no_warning(caplog):
+  """train's --seed is the training seed and parse's, stats' their own seed: no warning; the
+  alias --seed of a decoding command (--sampling_seed) warns once."""
+  from absl import flags  # pylint: disable=import-outside-toplevel
+  from t2t_repro.commands import config_flags  # pylint: disable=import-outside-toplevel
+  from t2t_repro.decoding.config import DecodeConfig  # pylint: disable=import-outside-toplevel
+  own = flags.FlagValues()
+  flags.DEFINE_integer("seed", 1234, "the trainer's seed", flag_values=own)
+  own(["train", "--seed=1"])
+  aliased = flags.FlagValues()
+  config_flags.define(DecodeConfig, names=["sampling_seed"], flag_values=aliased)
+  aliased(["translate", "--seed=3"])
+  with caplog.at_level("WARNING"):
+    config_flags.warn_deprecated(own)
+    assert not [r for r in caplog.records if "deprecated" in r.getMessage()]
+    config_flags.warn_deprecated(aliased)
+  warned = [r.getMessage() for r in caplog.records if "deprecated" in r.getMessage()]
+  assert warned == ["--seed is deprecated: use --sampling_seed (the old name goes in the next "
+                    "release)"] and aliased.sampling_seed == 3

@@ -57,12 +57,13 @@ def test_tune_writes_decoding_json_and_translate_uses_it(trained_run, multi30k_s
   dev_src, dev_tgt = multi30k_slice / "dev.en", multi30k_slice / "dev.de"
   tuned = subprocess.run(
       [sys.executable, "-m", "t2t_repro.tune", f"--model_dir={model_dir}", f"--src={dev_src}",
-       f"--tgt={dev_tgt}", "--beam_sizes=1,2", "--alphas=0,2", "--decode_extra_length=10"],
+       f"--tgt={dev_tgt}", "--beam_sizes=1,2", "--alphas=0,1,2", "--decode_extra_length=10"],
       capture_output=True, text=True, env=_ENV, timeout=600, check=False)
   assert tuned.returncode == 0, tuned.stderr[-3000:]
   choice = json.loads((model_dir / "decoding.json").read_text(encoding="utf-8"))
-  assert len(choice["grid"]) == 4 and "<- chosen" in tuned.stdout
+  assert len(choice["grid"]) == 6 and "<- chosen" in tuned.stdout
   assert choice["value"] == max(r["sacrebleu"] for r in choice["grid"])
+  assert "retracing" not in tuned.stderr  # six traces, one per point, each by design
 
   def translate(*flags):
     result = subprocess.run(
@@ -76,8 +77,10 @@ def test_tune_writes_decoding_json_and_translate_uses_it(trained_run, multi30k_s
   explicit = translate(f"--beam_size={choice['beam_size']}", f"--alpha={choice['alpha']}")
   assert default.stdout == explicit.stdout
   other = 3 - choice["beam_size"]  # the other beam of the grid: a flag still overrides
-  assert translate(f"--beam_size={other}", f"--alpha={choice['alpha']}").stdout == \
-      translate(f"--beam_size={other}").stdout
+  overridden = translate(f"--beam_size={other}")
+  assert translate(f"--beam_size={other}", f"--alpha={choice['alpha']}").stdout == overridden.stdout
+  # the line says what is used: the flag's beam, decoding.json's alpha
+  assert f"decoding with beam_size {other}, alpha {choice['alpha']:g}," in overridden.stderr
 
 
 def test_tune_refuses_a_bad_grid_before_loading(tmp_path):

@@ -68,15 +68,23 @@ DEPRECATED_ALIASES = {"batch_tokens": "decode_batch_tokens", "num_last": "averag
                       "seed": "sampling_seed"}
 
 
+# (id of a FlagValues, old name) of each alias `define_deprecated_alias` defined: a command
+# may define a flag of an old name as its own (train's --seed is the training seed).
+_DEFINED_ALIASES = set()
+
+
 def define_deprecated_alias(old, flag_values=flags.FLAGS):
   """Defines --old as an alias of its new name (`DEPRECATED_ALIASES`)."""
   flags.DEFINE_alias(old, DEPRECATED_ALIASES[old], flag_values=flag_values)
+  _DEFINED_ALIASES.add((id(flag_values), old))
 
 
 def warn_deprecated(flag_values=flags.FLAGS):
-  """Logs one warning line for each deprecated alias given on the command line."""
+  """Logs one warning line for each deprecated alias given on the command line (only the
+  aliases `define_deprecated_alias` defined, not a command's own flag of the same name)."""
   for old, new in DEPRECATED_ALIASES.items():
-    if old in flag_values and flag_values[old].present:
+    if ((id(flag_values), old) in _DEFINED_ALIASES and old in flag_values
+        and flag_values[old].present):
       logging.warning("--%s is deprecated: use --%s (the old name goes in the next release)",
                       old, new)
 

@@ -143,6 +143,8 @@ def _translator(given):
       inference_dtype=FLAGS.inference_dtype)
   try:
     config = decode_config.DecodeConfig.resolve(hparams, **given)
+    logging.info("decoding with beam_size %d, alpha %g, decode_extra_length %d",
+                 config.beam_size, config.alpha, config.decode_extra_length)
     translator = translator_lib.Translator(model, tokenizer, config)
     alignment.check_layer(model, FLAGS.alignment_layer)
   except errors.UsageError:

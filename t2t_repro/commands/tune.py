@@ -22,10 +22,10 @@ from t2t_repro.commands import config_flags
 from t2t_repro.commands import shared_flags
 from t2t_repro.commands import split_flags
 from t2t_repro.decoding import config as decode_config
+from t2t_repro.decoding.tuning import METRICS
 from t2t_repro.model_dir import DECODING_FILE
 
 FLAGS = flags.FLAGS
-METRICS = ("sacrebleu", "chrf", "bleu_lc_tok")  # `decoding.tuning.METRICS`, without TensorFlow
 
 
 def define_flags():

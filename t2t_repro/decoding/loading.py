@@ -87,9 +87,10 @@ def tuned_hparams(files):
   except (KeyError, TypeError, ValueError) as e:
     raise errors.DataError(f"{files.file(DECODING_FILE)}: not a choice of `tune` ({e}); "
                            "rerun tune or remove the file") from None
-  logging.info("decoding settings of %s: beam_size %d, alpha %g (chosen on %s by %s %.2f)",
-               files.file(DECODING_FILE), choice["beam_size"], choice["alpha"],
-               choice.get("dev", "dev"), choice.get("metric", ""), choice.get("value", 0))
+  logging.info("%s: tune chose beam_size %d, alpha %g (on %s by %s %.2f), the defaults of "
+               "--beam_size and --alpha", files.file(DECODING_FILE), choice["beam_size"],
+               choice["alpha"], choice.get("dev", "dev"), choice.get("metric", ""),
+               choice.get("value", 0))
   return tuned
 
 

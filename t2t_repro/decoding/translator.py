@@ -287,7 +287,9 @@ class Translator:
 
 def _compiled_search(model, config, constraint, prefixed):
   """`Translator.search` as a tf.function with a fixed input signature (inputs, line_ids,
-  and the prefixes when `prefixed`). It holds the model weakly, so the `_SEARCHES` entry
+  and the prefixes when `prefixed`), traced here (its concrete function): one trace per
+  config by design, so TensorFlow's warning about functions retraced by their calls does
+  not fire when `tune` decodes a grid. It holds the model weakly, so the `_SEARCHES` entry
   does not keep its own key alive."""
   model_ref = weakref.ref(model)
 
@@ -296,7 +298,7 @@ def _compiled_search(model, config, constraint, prefixed):
 
   ids = tf.TensorSpec([None, None], tf.int32)
   return tf.function(run, input_signature=[ids, tf.TensorSpec([None], tf.int64)] + [ids] * prefixed,
-                     autograph=False)
+                     autograph=False).get_concrete_function()
 
 
 def until_eos(ids):

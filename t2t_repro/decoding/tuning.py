@@ -111,7 +111,3 @@ def write_choice(model_dir, choice):
   `{model_dir}/decoding.json`, atomically."""
   ModelDir(model_dir).write_json(DECODING_FILE, choice)
 
-
-def read_choice(model_dir):
-  """The `decoding.json` of `model_dir` as a dict, or None when it has none."""
-  return ModelDir(model_dir).read_json(DECODING_FILE, required=False)
