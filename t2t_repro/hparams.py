@@ -67,7 +67,7 @@ class HParams(SearchConfig, DataConfig, OptimizationConfig, ModelConfig):
     try:
       settings.check(self)
     except errors.UsageError as e:
-      raise HParamsError(str(e)) from None
+      raise HParamsError(errors.marked(e)) from None
     if self.max_positions < self.max_length:
       raise HParamsError(f"max_positions={self.max_positions} must be >= max_length="
                          f"{self.max_length} (training examples must fit the position table)")

@@ -8,8 +8,8 @@ flags, errors and exit statuses:
   command its name gives;
 * `python -m t2t_repro.<name>`, a one-line module at the package top, and
   `python -m t2t_repro <name>` (`t2t_repro/__main__.py`, `launch.package_main`);
-* `python tools/<name>.py` for the tools the README shows (`average`, `parse`,
-  `plot_attention`).
+* `python tools/average_checkpoints.py`, `tools/parse.py` and `tools/plot_attention.py`
+  (commands `average`, `parse` and `plot_attention`; docs/USAGE.md shows them).
 
 Each command module defines `define_flags()` and `main(argv)`. `launch` sets up logging
 (`logs.setup`, which must come before TensorFlow is imported: its stderr filter has to be

@@ -10,7 +10,7 @@ A setting named in a help or error text between backticks, `beam_size`, is writt
 flag, --beam_size (`flag_text`; the runner does the same for errors).
 
 `COMMAND_ONLY_FLAGS` lists the flags that are no config field (files, output formats,
-modes): tests/test_command_flags.py checks that every flag of every command is one or the
+modes): tests/test_settings.py checks that every flag of every command is one or the
 other.
 """
 

@@ -62,7 +62,8 @@ class DecodeConfig(SearchConfig):
 
   decode_batch_tokens: int = setting(
       4096, "Padded source tokens per decoding batch, rows x padded length (default: 4096); a "
-      "longer sentence gets a batch of its own.", min_value=1)
+      "longer sentence gets a batch of its own. `score` counts the longer side (it knows "
+      "both).", min_value=1)
   n_best: int = setting(
       1, "Hypotheses per sentence (default 1); the beam is widened to N if smaller.",
       min_value=1)

@@ -1,6 +1,7 @@
-"""Batching of concurrent requests, as TensorFlow Serving's `BasicBatchScheduler` does
-(tensorflow_serving/batching/README.md): requests of one signature are merged into a
-batch, one thread decodes batch after batch, and each request gets its own rows back.
+"""Batching of concurrent requests, close to TensorFlow Serving's `SharedBatchScheduler`
+(tensorflow_serving/batching/README.md): one queue shared by every model served; requests of
+one signature are merged into a batch, one thread decodes batch after batch, and each request
+gets its own rows back.
 
 The settings (`BatchingOptions`) keep TensorFlow Serving's names and meanings:
 
@@ -18,7 +19,8 @@ fit either bound.
 
 Decoding is per sentence (the SavedModel's maximum output length is per sentence and it
 sorts and chunks its batch itself), so a request's rows get the same outputs merged with
-others as alone (tests/test_serve.py checks it). The event loop only queues: all state
+others as alone, their scores equal to about 1e-5 (float32 sums over a differently padded
+batch; tests/test_serve.py checks it). The event loop only queues: all state
 here is touched from the loop's thread; the decoding thread runs `run_batch` alone.
 """
 

@@ -37,7 +37,7 @@ def _make_strategy(config):
   try:
     return trainer_lib.make_strategy(config.strategy, config.num_gpus)
   except ValueError as e:
-    raise errors.UsageError(str(e)) from None
+    raise errors.UsageError(errors.marked(e)) from None
 
 
 def train(config):
@@ -88,7 +88,7 @@ def train(config):
                                   ema_decay=config.ema_decay)
     restored = preflight.restore_checked(trainer, model_dir)
     if init and restored:
-      logging.warning("--init_from=%s is ignored: %s resumes from %s", config.init_from,
+      logging.warning("init_from=%s is ignored: %s resumes from %s", config.init_from,
                       model_dir, restored)
     elif init:
       preflight.initialize_weights(trainer, init[0])

@@ -289,7 +289,7 @@ class _Run:
     result.best = best.summary if best is not None else None
     if best is not None and best.exhausted:  # a resumed run that had stopped early
       progress.line(f"early stopping: this run had stopped early ({best.state_path}); raise "
-                    "--early_stopping to train on.")
+                    "early_stopping to train on.")
       result.early_stopped = True
     loop_start = time.monotonic()
     self.first_step, self.first_start = trainer.step, loop_start
@@ -367,7 +367,7 @@ class _Run:
                          "exiting.")
       self.result.stopped = self.stop.received
     elif out_of_time:
-      self.progress.line(f"--train_minutes reached at step {step}: checkpoint saved.")
+      self.progress.line(f"train_minutes reached at step {step}: checkpoint saved.")
     elif best is not None and best.exhausted:
       if self.saved_step != step:
         self.save()
@@ -411,7 +411,7 @@ class _Run:
     average_last = self.trainer.hparams.average_last
     paths = model_dir.checkpoint_paths()[-average_last:]
     if len(paths) < average_last:
-      self.progress.line(f"--average_last={average_last}: only {len(paths)} "
+      self.progress.line(f"average_last={average_last}: only {len(paths)} "
                          "checkpoints are kept; averaging those")
     self.result.averaged, model = averaging.average_checkpoints(
         paths, model_dir.subdir(model_dir_lib.AVERAGED_DIR), model_dir, replace=True)
