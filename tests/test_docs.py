@@ -203,7 +203,7 @@ def test_no_account_of_how_the_work_went():
   """No history wording (work periods, issue numbers) in the repository's docs, examples,
   tests, configs, code and benchmarks: they say what holds now, and git keeps the history."""
   found = []
-  for folder in ("docs", "examples", "tests", "configs", "t2t_repro", "benchmarks"):
+  for folder in ("docs", "examples", "studies", "tests", "configs", "t2t_repro", "benchmarks"):
     for root, _, files in os.walk(os.path.join(_REPO, folder)):
       for file_name in files:
         path = os.path.join(root, file_name)
@@ -221,7 +221,7 @@ def test_no_account_of_how_the_work_went():
 def test_every_example_has_numbered_commands_and_an_expected_result_table(name):
   text = _read(f"examples/{name}/README.md")
   assert re.search(r"^1\. ", text, re.M) and re.search(r"^2\. ", text, re.M)
-  assert re.search(r"^\s+python (-m t2t_repro\.\w+|examples/)", text, re.M)
+  assert re.search(r"^\s+python (-m t2t_repro\.\w+|examples/|studies/)", text, re.M)
   expected = text.split("## Expected result", 1)[1]
   assert re.search(r"^\|.*\|$", expected, re.M), f"examples/{name}: no result table"
   for target in re.findall(r"\]\(([^)#]+)\)", text):

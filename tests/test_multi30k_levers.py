@@ -1,4 +1,4 @@
-"""examples/multi30k/multi30k_levers.py: the levers' settings, skipping finished levers, the table."""
+"""studies/multi30k/multi30k_levers.py: the levers' settings, skipping finished levers, the table."""
 
 import os
 import sys
@@ -6,7 +6,7 @@ import sys
 import pytest
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(_REPO, "examples", "multi30k"), os.path.join(_REPO, "examples")]
+sys.path[:0] = [os.path.join(_REPO, "studies", "multi30k"), os.path.join(_REPO, "studies")]
 
 import multi30k_levers  # noqa: E402  pylint: disable=wrong-import-position
 

@@ -1,4 +1,4 @@
-"""examples/parsing/parse_levers.py: the levers' commands, reading a finished run, skipping, the table."""
+"""studies/parsing/parse_levers.py: the levers' commands, reading a finished run, skipping, the table."""
 
 import json
 import os
@@ -7,7 +7,7 @@ import sys
 import pytest
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(_REPO, "examples", "parsing"), os.path.join(_REPO, "examples")]
+sys.path[:0] = [os.path.join(_REPO, "studies", "parsing"), os.path.join(_REPO, "studies")]
 
 import parse_levers  # noqa: E402  pylint: disable=wrong-import-position
 

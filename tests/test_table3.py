@@ -1,4 +1,4 @@
-"""examples/table3/table3.py: the rows' settings, resuming a table, its report and its errors."""
+"""studies/table3/table3.py: the rows' settings, resuming a table, its report and its errors."""
 
 import json
 import os
@@ -8,7 +8,7 @@ import sys
 import pytest
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(_REPO, "examples", "table3"), os.path.join(_REPO, "examples")]
+sys.path[:0] = [os.path.join(_REPO, "studies", "table3"), os.path.join(_REPO, "studies")]
 
 import table3  # noqa: E402  pylint: disable=wrong-import-position
 import table3_report  # noqa: E402  pylint: disable=wrong-import-position
@@ -263,7 +263,7 @@ def test_cpu_name_reads_model_family_and_the_widest_isa(tmp_path):
 def test_bad_arguments_are_one_line_errors(tmp_path):
   for args, message in ((["--rows=Q"], "unknown row or group"), (["--factor=0"], "--factor"),
                         ([f"--data_dir={tmp_path}"], "no multi30k folder")):
-    proc = subprocess.run([sys.executable, os.path.join(_REPO, "examples", "table3", "table3.py"),
+    proc = subprocess.run([sys.executable, os.path.join(_REPO, "studies", "table3", "table3.py"),
                            *args],
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 2, proc.stderr
@@ -340,11 +340,11 @@ def test_runs_at_another_factor_have_their_own_dirs_and_a_table_beside_the_proto
 
 
 def test_the_committed_doc_is_the_report_of_the_committed_results(tmp_path):
-  """docs/TABLE3.md is what `--report_only` writes from examples/table3/results.jsonl (at most
+  """docs/TABLE3.md is what `--report_only` writes from studies/table3/results.jsonl (at most
   300 lines: p3, its findings, the sweep, one line per protocol), so a result added without
   rewriting the doc, or a doc edited between the markers, fails here."""
   doc = os.path.join(_REPO, "docs", "TABLE3.md")
-  results = os.path.join(_REPO, "examples", "table3", "results.jsonl")
+  results = os.path.join(_REPO, "studies", "table3", "results.jsonl")
   with open(doc, encoding="utf-8") as f:
     committed = f.read()
   assert len(committed.splitlines()) <= 300

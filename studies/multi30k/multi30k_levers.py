@@ -1,7 +1,7 @@
 """Levers of the Multi30k recipe measured at one short, fixed update budget, on val only.
 
-    python examples/multi30k/multi30k_levers.py --levers=all --train_steps=3000
-    python examples/multi30k/multi30k_levers.py --report_only   # rewrite docs/RESULTS.md's table
+    python studies/multi30k/multi30k_levers.py --levers=all --train_steps=3000
+    python studies/multi30k/multi30k_levers.py --report_only   # rewrite docs/RESULTS.md's table
 
 Each lever is the recipe (--hparams, default `multi30k_cpu_hour`) with one change (an
 hparams override, a training flag, or a model read at the end: the average of the last 5
@@ -50,7 +50,7 @@ LEVERS = {
 }
 # The models read from each run: the last checkpoint, and the two the trainer writes at the end.
 VARIANTS = ("last", "averaged", "ema")
-BEGIN = "<!-- multi30k_levers:begin (written by examples/multi30k/multi30k_levers.py) -->"
+BEGIN = "<!-- multi30k_levers:begin (written by studies/multi30k/multi30k_levers.py) -->"
 END = "<!-- multi30k_levers:end -->"
 
 
@@ -144,7 +144,7 @@ def table(results):
 
 def parse_args(argv):
   parser = runlib.lever_parser(__doc__, LEVERS, 3000, 1, os.path.join("runs", "levers"),
-                               os.path.join("examples", "multi30k", "multi30k_levers.jsonl"))
+                               os.path.join("studies", "multi30k", "multi30k_levers.jsonl"))
   parser.add_argument("--hparams", default="multi30k_cpu_hour", help="The recipe varied.")
   parser.add_argument("--data_dir", default=os.path.join("..", "shared", "data"))
   args = parser.parse_args(argv)

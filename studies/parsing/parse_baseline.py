@@ -6,7 +6,7 @@ Reads the gold trees of each split (`treebank.split_file_ids`: train wsj_0001-01
 builds `trees.right_branching` over each sentence's words and gold POS tags, and scores with
 the project's EVALB under COLLINS.prm, labeled (every bracket labelled S) and unlabeled.
 
-  python examples/parsing/parse_baseline.py --ptb_dir=../shared/data/ptb_sample/combined
+  python studies/parsing/parse_baseline.py --ptb_dir=../shared/data/ptb_sample/combined
 """
 
 import argparse

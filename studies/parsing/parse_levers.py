@@ -1,7 +1,7 @@
 """Levers of the parsing recipe measured at one fixed update budget, on dev only.
 
-    python examples/parsing/parse_levers.py --levers=all --train_steps=2600
-    python examples/parsing/parse_levers.py --recipe=sinusoid_layers3_copies9 --report_only
+    python studies/parsing/parse_levers.py --levers=all --train_steps=2600
+    python studies/parsing/parse_levers.py --recipe=sinusoid_layers3_copies9 --report_only
 
 Each lever is a reference recipe with one change: an hparams override or a flag of
 `python -m t2t_repro.parse --mode=train`, at a quarter of the recipe's budget (about 40 minutes a
@@ -47,7 +47,7 @@ LEVERS = {
     "dropout0.3": ({"dropout": 0.3}, [], "more dropout"),
     "ls0": ({"label_smoothing": 0.0}, [], "no label smoothing"),
 }
-MARKERS = ("<!-- parse_levers:{}:begin (written by examples/parsing/parse_levers.py) -->",
+MARKERS = ("<!-- parse_levers:{}:begin (written by studies/parsing/parse_levers.py) -->",
            "<!-- parse_levers:{}:end -->")
 ALPHAS = "0,0.3,0.6"
 
@@ -126,7 +126,7 @@ def table(results):
 def parse_args(argv):
   parser = runlib.lever_parser(__doc__, LEVERS, 2600, 1234,
                                os.path.join("runs", "parse_levers"),
-                               os.path.join("examples", "parsing", "parse_levers.jsonl"))
+                               os.path.join("studies", "parsing", "parse_levers.jsonl"))
   parser.add_argument("--recipe", default="registered", choices=sorted(RECIPES),
                       help="The reference the levers change: registered = parsing_small as "
                       "registered (4 layers) with 19 SUB2 trees per train tree, layers3 = with 3 "

@@ -1,8 +1,8 @@
 """The paper's Table 3 (Vaswani et al. 2017, §6.2), every row trained at small scale on Multi30k.
 
-    python examples/table3/table3.py                    # protocol p3: all 20 rows, 3 base seeds
-    python examples/table3/table3.py --rows=A           # the A rows (and base, their reference)
-    python examples/table3/table3.py --report_only      # rewrite docs/TABLE3.md's tables and PNG
+    python studies/table3/table3.py                    # protocol p3: all 20 rows, 3 base seeds
+    python studies/table3/table3.py --rows=A           # the A rows (and base, their reference)
+    python studies/table3/table3.py --report_only      # rewrite docs/TABLE3.md's tables and PNG
 
 One "small base" divides every width of the paper's base (d_model, d_ff, d_k, d_v) by
 --factor and keeps N = 6, h = 8, P_drop = 0.1, eps_ls = 0.1, post-norm and the paper's
@@ -34,7 +34,7 @@ import sys
 import time
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [_HERE, os.path.dirname(_HERE)]  # table3_report, and runlib in examples/
+sys.path[:0] = [_HERE, os.path.dirname(_HERE)]  # table3_report, and runlib in studies/
 
 import runlib  # pylint: disable=wrong-import-position
 from runlib import UsageError  # pylint: disable=wrong-import-position
@@ -293,7 +293,7 @@ def parse_args(argv):
   parser.add_argument("--data_dir", default=os.path.join("..", "shared", "data"))
   parser.add_argument("--work_dir", default=os.path.join("runs", "table3"),
                       help="Model dirs, logs and the shared vocabulary.")
-  parser.add_argument("--results", default=os.path.join("examples", "table3", "results.jsonl"))
+  parser.add_argument("--results", default=os.path.join("studies", "table3", "results.jsonl"))
   parser.add_argument("--doc", default=os.path.join("docs", "TABLE3.md"),
                       help="The doc whose table (between its markers) and PNG are rewritten.")
   parser.add_argument("--factor", type=int, default=8, help="Every width of the paper's rows "

@@ -1,4 +1,4 @@
-"""The Table 3 report of `examples/table3/table3.py`, rewritten from the results file between
+"""The Table 3 report of `studies/table3/table3.py`, rewritten from the results file between
 markers of docs/TABLE3.md, and a PNG of dev BLEU and PPL per row beside the paper's. The
 current protocol is the newest one with a base run:
 
@@ -42,7 +42,7 @@ METRICS = (("dev_ppl", "paper_ppl", "PPL"), ("dev_bleu", "paper_bleu", "BLEU"))
 
 def marker(name):
   """The (begin, end) markers of block `name` in the doc."""
-  return (f"<!-- table3:{name}:begin (written by examples/table3/table3.py) -->",
+  return (f"<!-- table3:{name}:begin (written by studies/table3/table3.py) -->",
           f"<!-- table3:{name}:end -->")
 
 
