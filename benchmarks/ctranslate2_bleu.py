@@ -50,7 +50,7 @@ def main(argv=None):
 
   from t2t_repro import evaluation, fileio  # pylint: disable=import-outside-toplevel
   from t2t_repro.serving.ctranslate2 import export_ctranslate2  # pylint: disable=import-outside-toplevel
-  from t2t_repro.hparams import HParams  # pylint: disable=import-outside-toplevel
+  from t2t_repro.config.hparams import HParams  # pylint: disable=import-outside-toplevel
   import json  # pylint: disable=import-outside-toplevel
   with open(os.path.join(args.model_dir, "hparams.json"), encoding="utf-8") as f:
     hparams = HParams.from_dict(json.load(f))

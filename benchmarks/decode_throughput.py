@@ -169,7 +169,7 @@ def load_model(model_dir, random_hparams="", bfloat16=False):
   if not random_hparams:
     return load_for_inference(model_dir, inference_dtype="bfloat16" if bfloat16 else "float32")
   import keras  # pylint: disable=import-outside-toplevel
-  from t2t_repro import hparams as hparams_lib  # pylint: disable=import-outside-toplevel
+  from t2t_repro.config import hparams as hparams_lib  # pylint: disable=import-outside-toplevel
   from t2t_repro.data.vocab import Tokenizer  # pylint: disable=import-outside-toplevel
   from t2t_repro.model.transformer import Transformer  # pylint: disable=import-outside-toplevel
   keras.utils.set_random_seed(1)
@@ -392,7 +392,7 @@ def main(argv=None):
   if args.random_hparams:
     if set(args.modes.split(",")) - set(FIXED_MODES):
       parser.error(f"--random_hparams: only the equal-work modes {', '.join(FIXED_MODES)}")
-    from t2t_repro import hparams as hparams_lib  # pylint: disable=import-outside-toplevel
+    from t2t_repro.config import hparams as hparams_lib  # pylint: disable=import-outside-toplevel
     if args.random_hparams not in hparams_lib.list_hparams():
       parser.error(f"--random_hparams: unknown hparams set {args.random_hparams!r}; "
                    f"registered sets are: {', '.join(hparams_lib.list_hparams())}")

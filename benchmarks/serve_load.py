@@ -117,7 +117,8 @@ def percentile(values, q):
 def offline_translator(model_dir, batch_tokens):
   """The translate command's Translator of `model_dir` (its hparams' decoding settings)."""
   # pylint: disable-next=import-outside-toplevel
-  from t2t_repro.decoding import config, loading, translator
+  from t2t_repro.config import decode as config
+  from t2t_repro.decoding import loading, translator
   model, hparams, tokenizer, _ = loading.load_models([model_dir], [None])
   return translator.Translator(model, tokenizer, config.DecodeConfig.resolve(
       hparams, batch_tokens=batch_tokens))

@@ -106,7 +106,7 @@ def _problem(data_dir):
 
 def prepare(args):
   """Learns (or finds) the shared vocabulary; returns its path."""
-  from t2t_repro import hparams as hparams_lib  # pylint: disable=import-outside-toplevel
+  from t2t_repro.config import hparams as hparams_lib  # pylint: disable=import-outside-toplevel
   from t2t_repro.data import vocab  # pylint: disable=import-outside-toplevel
   hp = hparams_lib.get_hparams(args.hparams)
   return vocab.get_or_learn_vocab(_problem(args.data_dir), hp.vocab_size,
@@ -154,7 +154,7 @@ def peer_train(args):
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   import tf_keras  # pylint: disable=import-outside-toplevel
   import peer_models  # pylint: disable=import-outside-toplevel
-  from t2t_repro import hparams as hparams_lib  # pylint: disable=import-outside-toplevel
+  from t2t_repro.config import hparams as hparams_lib  # pylint: disable=import-outside-toplevel
   from t2t_repro.data import batching, vocab  # pylint: disable=import-outside-toplevel
 
   hp = hparams_lib.get_hparams(args.hparams)
@@ -213,7 +213,7 @@ def peer_decode(args):
   import numpy as np  # pylint: disable=import-outside-toplevel
   import sentencepiece as spm  # pylint: disable=import-outside-toplevel
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  from t2t_repro import hparams as hparams_lib  # pylint: disable=import-outside-toplevel
+  from t2t_repro.config import hparams as hparams_lib  # pylint: disable=import-outside-toplevel
 
   hp = hparams_lib.get_hparams(args.hparams)
   sp = spm.SentencePieceProcessor(model_file=args.vocab)

@@ -1,6 +1,6 @@
 """Training throughput of t2t_repro against two peers, on this machine.
 
-For each model size (`tiny`, `small`, `base` from t2t_repro.hparams) the same
+For each model size (`tiny`, `small`, `base` from t2t_repro.config.hparams) the same
 configuration is trained on the SAME synthetic batch (``peer_models.make_batch``: a
 fixed token budget, `--batch` sentences x `--length` tokens per side, no
 padding) by
@@ -83,7 +83,7 @@ def peer_config(size, batch, length):
     dict for ``peer_models.full_config`` (layers, widths, heads, vocab, dropouts,
     label smoothing from the hparams set; batch x length x length).
   """
-  from t2t_repro.hparams import get_hparams  # pylint: disable=import-outside-toplevel
+  from t2t_repro.config.hparams import get_hparams  # pylint: disable=import-outside-toplevel
   hp = get_hparams(size)
   return {"num_layers": hp.num_layers, "d_model": hp.d_model, "d_ff": hp.d_ff,
           "num_heads": hp.num_heads, "vocab_size": hp.vocab_size, "dropout": hp.dropout,
@@ -94,7 +94,7 @@ def peer_config(size, batch, length):
 
 def _make_trainer(size, jit_compile, mixed_precision, vocab_size=None):
   """A fresh Trainer for hparams `size` on one CPU device, in a scratch model dir."""
-  from t2t_repro.hparams import get_hparams  # pylint: disable=import-outside-toplevel
+  from t2t_repro.config.hparams import get_hparams  # pylint: disable=import-outside-toplevel
   from t2t_repro.training.trainer import Trainer, make_strategy  # pylint: disable=import-outside-toplevel
   hp = get_hparams(size)
   if vocab_size is not None:
@@ -195,7 +195,7 @@ def real_batches(size, model_dir, data_dir, count):
   """
   from t2t_repro.data import batching, problems  # pylint: disable=import-outside-toplevel
   from t2t_repro.data.vocab import Tokenizer  # pylint: disable=import-outside-toplevel
-  from t2t_repro.hparams import get_hparams  # pylint: disable=import-outside-toplevel
+  from t2t_repro.config.hparams import get_hparams  # pylint: disable=import-outside-toplevel
   hp = get_hparams(size)
   tokenizer = Tokenizer.from_file(os.path.join(model_dir, "vocab.model"))
   pairs = problems.get_problem("translate_ende_multi30k", data_dir).text_pairs("train").pairs

@@ -21,23 +21,23 @@ import importlib
 _API = {
     # the model and its settings
     "Transformer": "t2t_repro.model.transformer",
-    "ModelConfig": "t2t_repro.model.config",
-    "HParams": "t2t_repro.hparams",
-    "get_hparams": "t2t_repro.hparams",
-    "list_hparams": "t2t_repro.hparams",
-    "OptimizationConfig": "t2t_repro.training.optimization",
-    "DataConfig": "t2t_repro.data.config",
-    "SearchConfig": "t2t_repro.decoding.config",
+    "ModelConfig": "t2t_repro.config.model",
+    "HParams": "t2t_repro.config.hparams",
+    "get_hparams": "t2t_repro.config.hparams",
+    "list_hparams": "t2t_repro.config.hparams",
+    "OptimizationConfig": "t2t_repro.config.optimization",
+    "DataConfig": "t2t_repro.config.data",
+    "SearchConfig": "t2t_repro.config.decode",
     # data
     "get_problem": "t2t_repro.data.problems",
     "Tokenizer": "t2t_repro.data.vocab",
     # training
-    "TrainConfig": "t2t_repro.training.config",
-    "TrainResult": "t2t_repro.training.config",
+    "TrainConfig": "t2t_repro.config.train",
+    "TrainResult": "t2t_repro.config.train",
     "train": "t2t_repro.training.api",
     "average_checkpoints": "t2t_repro.training.averaging",
     # decoding and scoring
-    "DecodeConfig": "t2t_repro.decoding.config",
+    "DecodeConfig": "t2t_repro.config.decode",
     "load_for_inference": "t2t_repro.decoding.loading",
     "Translator": "t2t_repro.decoding.translator",
     "beam_search": "t2t_repro.decoding.beam_search",

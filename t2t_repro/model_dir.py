@@ -31,7 +31,7 @@ import os
 import posixpath
 
 from t2t_repro import errors, staging
-from t2t_repro.hparams import HParams
+from t2t_repro.config.hparams import HParams
 
 HPARAMS_FILE = "hparams.json"
 FLAGS_FILE = "flags.json"
@@ -39,7 +39,6 @@ VOCAB_FILE = "vocab.model"
 FILES = (HPARAMS_FILE, VOCAB_FILE, FLAGS_FILE)  # besides the checkpoints
 CHECKPOINT_STATE_FILE = "checkpoint"  # tf.train.CheckpointManager's list of checkpoints
 CHECKPOINT_PREFIX = "ckpt"  # checkpoints are {CHECKPOINT_PREFIX}-{step}.index / .data-*
-CORPUS_RECORD = "corpus.{key}.json"  # `data.corpus.record_path`; key="*" globs them all
 TRAIN_EVENTS_DIR = "train"
 DEV_EVENTS_DIR = "dev"
 EARLY_STOPPING_FILE = "early_stopping.json"
@@ -150,7 +149,7 @@ class ModelDir:
     return self.has(HPARAMS_FILE)
 
   def glob(self, pattern):
-    """The paths inside the folder matching `pattern` (e.g. `CORPUS_RECORD.format(key="*")`)."""
+    """The paths inside the folder matching `pattern` (e.g. `config.data.CORPUS_RECORD.format(key="*")`)."""
     return sorted(_gfile().glob(self.file(pattern)))
 
   def read_bytes(self, name):

@@ -83,7 +83,7 @@ def multi30k_slice(shared_data_dir, tmp_path_factory):
 def _learn_tiny_vocab(data):
   """The vocabulary `train_command`'s runs use (`tiny`: 2000 pieces), cached in `data`."""
   from t2t_repro.data import problems, vocab  # pylint: disable=import-outside-toplevel
-  from t2t_repro.hparams import get_hparams  # pylint: disable=import-outside-toplevel
+  from t2t_repro.config.hparams import get_hparams  # pylint: disable=import-outside-toplevel
   problem = problems.get_problem("parallel_text", None, train_src=str(data / "train.en"),
                                  train_tgt=str(data / "train.de"))
   vocab.get_or_learn_vocab(problem, get_hparams("tiny").vocab_size, str(data))

@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_repro.data import vocab
-from t2t_repro.hparams import get_hparams
+from t2t_repro.config.hparams import get_hparams
 from t2t_repro.model.transformer import Transformer
 
 VOCAB_SIZE = 1000

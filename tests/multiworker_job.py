@@ -32,7 +32,7 @@ def batch(step, replica):
 def main(init_path, model_dir, out_path):
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
 
-  from t2t_repro.hparams import get_hparams  # pylint: disable=import-outside-toplevel
+  from t2t_repro.config.hparams import get_hparams  # pylint: disable=import-outside-toplevel
   from t2t_repro.training.trainer import Trainer, make_strategy  # pylint: disable=import-outside-toplevel
 
   strategy = make_strategy("multi_worker")

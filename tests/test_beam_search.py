@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from t2t_repro.decoding import beam_search as bs
 from t2t_repro.decoding import model_interface
-from t2t_repro.hparams import get_hparams
+from t2t_repro.config.hparams import get_hparams
 from t2t_repro.model.transformer import Transformer
 
 EOS = 1

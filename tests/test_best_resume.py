@@ -13,7 +13,7 @@ import tensorflow as tf
 from t2t_repro import errors
 from t2t_repro import model_dir as model_dir_lib
 from t2t_repro.training.api import train
-from t2t_repro.training.config import TrainConfig
+from t2t_repro.config.train import TrainConfig
 from t2t_repro.training.evaluator import Evaluator
 
 STEPS, EVAL_EVERY = 8, 4

@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from model_dir_util import HPARAMS, make_trainer_dir
 from t2t_repro import errors
-from t2t_repro.hparams import get_hparams
+from t2t_repro.config.hparams import get_hparams
 from t2t_repro.training import checkpoints
 from t2t_repro.training.trainer import Trainer, make_strategy
 

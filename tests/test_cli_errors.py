@@ -155,7 +155,7 @@ def test_usage_errors_do_not_import_tensorflow(data, tmp_path, request, command)
   assert result.returncode == 2 and f"{command}: error: " in stderr, stderr[-3000:]
   imported = {line.rsplit("|", 1)[-1].strip() for line in stderr.splitlines()
               if line.startswith("import time:")}
-  assert "t2t_repro.hparams" in imported and "tensorflow" not in imported
+  assert "t2t_repro.config.hparams" in imported and "tensorflow" not in imported
 
 
 def test_model_dir_is_a_file(data):

@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from conftest import tool_path
 from model_dir_util import make_model_dir
-from t2t_repro import hparams as hparams_lib
+from t2t_repro.config import hparams as hparams_lib
 from t2t_repro import logs
 from t2t_repro.data.problems import list_problems
 
@@ -202,7 +202,7 @@ def test_eta_is_a_moving_average_of_the_recent_updates():
 def test_closing_block_names_the_phases_that_ran():
   from types import SimpleNamespace  # pylint: disable=import-outside-toplevel
   from t2t_repro.training import report  # pylint: disable=import-outside-toplevel
-  from t2t_repro.training.config import TrainResult  # pylint: disable=import-outside-toplevel
+  from t2t_repro.config.train import TrainResult  # pylint: disable=import-outside-toplevel
   trainer = SimpleNamespace(step=100, model_dir="runs/x")
   result = TrainResult(step=100, checkpoint="runs/x/ckpt-100")
   text = report.closing_block(trainer, 0, [("training", 91.0)], 95.0, result)

@@ -9,9 +9,9 @@ import sys
 import pytest
 from absl import flags
 
-from t2t_repro import settings
+from t2t_repro.config import settings
 from t2t_repro.commands import config_flags
-from t2t_repro.decoding import config as decode_config
+from t2t_repro.config import decode as decode_config
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

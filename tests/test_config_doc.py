@@ -6,10 +6,10 @@ import os
 import subprocess
 import sys
 
-from t2t_repro import describe
-from t2t_repro.decoding.config import DecodeConfig
-from t2t_repro.hparams import HParams, get_hparams
-from t2t_repro.training.config import TrainConfig
+from t2t_repro.config import describe
+from t2t_repro.config.decode import DecodeConfig
+from t2t_repro.config.hparams import HParams, get_hparams
+from t2t_repro.config.train import TrainConfig
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -22,7 +22,7 @@ from model_dir_util import add_eos_reward, make_model_dir
 from t2t_repro.data.vocab import Tokenizer
 from t2t_repro.decoding.translator import DecodeConfig, Translator
 from t2t_repro.fileio import read_lines
-from t2t_repro.hparams import get_hparams
+from t2t_repro.config.hparams import get_hparams
 from t2t_repro.model.transformer import Transformer
 from t2t_repro.parsing.bracket_vocab import learn_bracket_vocab, tree_constraint
 from t2t_repro.parsing.prepare import prepare

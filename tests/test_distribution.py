@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_repro.hparams import get_hparams
+from t2t_repro.config.hparams import get_hparams
 from t2t_repro.training.trainer import Trainer, make_strategy
 
 HP = get_hparams("tiny", "vocab_size=50,dropout=0,label_smoothing=0.1,adam_epsilon=1,warmup_steps=1")

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from t2t_repro import hparams
+from t2t_repro.config import hparams
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _DESIGN = os.path.join(_REPO, "docs", "DESIGN.md")
@@ -28,7 +28,7 @@ def _text():
 
 
 def _module_name(path):
-  """t2t_repro/decoding/config.py -> t2t_repro.decoding.config (None for other paths)."""
+  """t2t_repro/config/decode.py -> t2t_repro.config.decode (None for other paths)."""
   if not (path.startswith("t2t_repro/") and path.endswith(".py")):
     return None
   return path[:-3].replace("/", ".").removesuffix(".__init__")

@@ -9,7 +9,7 @@ import pytest
 from t2t_repro import errors
 from t2t_repro.decoding.loading import load_for_inference
 from t2t_repro.training.api import train
-from t2t_repro.training.config import TrainConfig
+from t2t_repro.config.train import TrainConfig
 
 
 def _config(data, model_dir, **changes):

@@ -130,7 +130,7 @@ def test_errors(trained_dir, tmp_path):
 
 def test_pre_norm_and_learned_positions(trained_dir, sentences, tmp_path):
   """The other layouts: pre-norm (final encoder/decoder norms) and a learned position table."""
-  from t2t_repro.hparams import get_hparams  # pylint: disable=import-outside-toplevel
+  from t2t_repro.config.hparams import get_hparams  # pylint: disable=import-outside-toplevel
   from t2t_repro.model.transformer import Transformer  # pylint: disable=import-outside-toplevel
   model_dir = tmp_path / "pre"
   model_dir.mkdir()

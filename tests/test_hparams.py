@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from t2t_repro.model.config import ModelConfig
-from t2t_repro.hparams import get_hparams, list_hparams, parse_overrides, read_set
+from t2t_repro.config.model import ModelConfig
+from t2t_repro.config.hparams import get_hparams, list_hparams, parse_overrides, read_set
 
 
 def test_base_is_the_paper():
@@ -206,7 +206,7 @@ def test_json_file_with_parent(tmp_path):
 
 
 def test_max_positions_is_a_model_setting_independent_of_decoding():
-  from t2t_repro.hparams import HParams  # pylint: disable=import-outside-toplevel
+  from t2t_repro.config.hparams import HParams  # pylint: disable=import-outside-toplevel
   from t2t_repro.model.transformer import Transformer  # pylint: disable=import-outside-toplevel
   assert get_hparams("base").max_positions == 512 and get_hparams("parsing").max_positions == 1024
   learned = "position_encoding=learned,vocab_size=50,decode_extra_length="

@@ -12,7 +12,7 @@ import tensorflow as tf
 from conftest import train_command
 from t2t_repro.decoding.loading import load_for_inference
 from t2t_repro.training.api import train
-from t2t_repro.training.config import TrainConfig
+from t2t_repro.config.train import TrainConfig
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

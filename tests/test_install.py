@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from t2t_repro import hparams
+from t2t_repro.config import hparams
 from t2t_repro.commands import launch
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

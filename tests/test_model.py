@@ -7,9 +7,9 @@ import pytest
 import tensorflow as tf
 import keras
 
-from t2t_repro.hparams import get_hparams
+from t2t_repro.config.hparams import get_hparams
 from t2t_repro.model.attention import MultiHeadAttention, causal_bias, padding_bias
-from t2t_repro.model.config import ModelConfig
+from t2t_repro.config.model import ModelConfig
 from t2t_repro.model.position import SinusoidalPositionEncoding, sinusoid_table
 from t2t_repro.model.transformer import Transformer
 from t2t_repro.model import summary

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from t2t_repro import errors, model_dir
-from t2t_repro.hparams import get_hparams
+from t2t_repro.config.hparams import get_hparams
 from t2t_repro.model_dir import ModelDir
 
 

@@ -15,7 +15,7 @@ import tensorflow as tf
 sys.path.insert(0, os.path.dirname(__file__))
 import multiworker_job  # noqa: E402  pylint: disable=wrong-import-position
 
-from t2t_repro.hparams import get_hparams  # noqa: E402
+from t2t_repro.config.hparams import get_hparams  # noqa: E402
 from t2t_repro.training.trainer import Trainer, make_strategy  # noqa: E402
 
 JOB = os.path.join(os.path.dirname(__file__), "multiworker_job.py")

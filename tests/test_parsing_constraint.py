@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from t2t_repro.decoding import beam_search as bs
-from t2t_repro.hparams import get_hparams
+from t2t_repro.config.hparams import get_hparams
 from t2t_repro.model.transformer import Transformer
 from t2t_repro.parsing import treebank, trees
 from t2t_repro.parsing.constraint import TreeConstraint

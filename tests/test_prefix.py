@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from t2t_repro import errors
-from t2t_repro.decoding.config import DecodeConfig
+from t2t_repro.config.decode import DecodeConfig
 from t2t_repro.decoding.loading import load_for_inference
 from t2t_repro.decoding.scoring import Scorer
 from t2t_repro.decoding.translator import Translator

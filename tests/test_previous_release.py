@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from t2t_repro.hparams import HParams, get_hparams
+from t2t_repro.config.hparams import HParams, get_hparams
 
 _FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 _ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
@@ -66,7 +66,7 @@ def test_a_commands_own_flag_of_an_old_name_gives_no_warning(caplog):
   alias --seed of a decoding command (--sampling_seed) warns once."""
   from absl import flags  # pylint: disable=import-outside-toplevel
   from t2t_repro.commands import config_flags  # pylint: disable=import-outside-toplevel
-  from t2t_repro.decoding.config import DecodeConfig  # pylint: disable=import-outside-toplevel
+  from t2t_repro.config.decode import DecodeConfig  # pylint: disable=import-outside-toplevel
   own = flags.FlagValues()
   flags.DEFINE_integer("seed", 1234, "the trainer's seed", flag_values=own)
   own(["train", "--seed=1"])

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_repro.hparams import HParamsError, get_hparams
+from t2t_repro.config.hparams import HParamsError, get_hparams
 from t2t_repro.training.loss import symmetric_kl_sum
 from t2t_repro.training.trainer import Trainer, make_strategy
 

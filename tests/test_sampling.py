@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from t2t_repro.constants import NEG_INF
 from t2t_repro.decoding import beam_search as bs
-from t2t_repro.decoding.config import DecodeConfig
+from t2t_repro.config.decode import DecodeConfig
 from t2t_repro.decoding.prefix import TargetPrefix
 from t2t_repro.decoding.sampling import (_to_unit, draw, filter_log_probs, gumbel_argmax, sample,
                                          sample_keys, uniform)

@@ -13,7 +13,7 @@ import tensorflow as tf
 from scipy import stats
 
 from t2t_repro.decoding import model_interface
-from t2t_repro.decoding.config import DecodeConfig
+from t2t_repro.config.decode import DecodeConfig
 from t2t_repro.decoding.loading import load_for_inference
 from t2t_repro.decoding.translator import Translator
 

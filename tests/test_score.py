@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from t2t_repro import errors
-from t2t_repro.decoding.config import DecodeConfig
+from t2t_repro.config.decode import DecodeConfig
 from t2t_repro.decoding.ensemble import Ensemble
 from t2t_repro.decoding.loading import load_for_inference, load_models
 from t2t_repro.decoding.scoring import Scorer, normalized

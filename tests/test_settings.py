@@ -11,13 +11,14 @@ import sys
 
 import pytest
 
-from t2t_repro import errors, settings
+from t2t_repro import errors
+from t2t_repro.config import settings
 from t2t_repro.commands import config_flags, launch
 from t2t_repro.data import problems
-from t2t_repro.decoding.config import DecodeConfig
-from t2t_repro.hparams import HParams, get_hparams, parse_overrides
+from t2t_repro.config.decode import DecodeConfig
+from t2t_repro.config.hparams import HParams, get_hparams, parse_overrides
 from t2t_repro.training import preflight
-from t2t_repro.training.config import TrainConfig
+from t2t_repro.config.train import TrainConfig
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _PACKAGE = pathlib.Path(_REPO) / "t2t_repro"

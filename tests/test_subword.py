@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from t2t_repro.data import batching
 from t2t_repro.data.vocab import Tokenizer
-from t2t_repro.hparams import HParamsError, get_hparams
+from t2t_repro.config.hparams import HParamsError, get_hparams
 
 SENTENCE = "Two young, White males are outside near many bushes."
 
@@ -50,7 +50,7 @@ def test_subword_hparams_are_checked():
 
 def test_a_training_run_with_bpe_dropout(multi30k_slice, tmp_path):
   from t2t_repro.training.api import train  # pylint: disable=import-outside-toplevel
-  from t2t_repro.training.config import TrainConfig  # pylint: disable=import-outside-toplevel
+  from t2t_repro.config.train import TrainConfig  # pylint: disable=import-outside-toplevel
   data = multi30k_slice
   result = train(TrainConfig(hparams="tiny", hparams_override="subword_alpha=0.1",
                              problem="parallel_text", model_dir=str(tmp_path / "m"),

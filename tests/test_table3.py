@@ -12,7 +12,7 @@ sys.path[:0] = [os.path.join(_REPO, "studies", "table3"), os.path.join(_REPO, "s
 
 import table3  # noqa: E402  pylint: disable=wrong-import-position
 import table3_report  # noqa: E402  pylint: disable=wrong-import-position
-from t2t_repro import hparams as hparams_lib  # noqa: E402  pylint: disable=wrong-import-position
+from t2t_repro.config import hparams as hparams_lib  # noqa: E402  pylint: disable=wrong-import-position
 from t2t_repro.model.summary import closed_form_params  # noqa: E402  pylint: disable=wrong-import-position
 
 

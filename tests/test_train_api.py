@@ -17,7 +17,7 @@ from t2t_repro.training import averaging, preflight
 from t2t_repro.training.api import train
 from t2t_repro.training.best import BestCheckpoint, Patience
 from t2t_repro.decoding.loading import load_for_inference
-from t2t_repro.training.config import TrainConfig
+from t2t_repro.config.train import TrainConfig
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

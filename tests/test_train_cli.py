@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 from conftest import train_command
-from t2t_repro.hparams import get_hparams
+from t2t_repro.config.hparams import get_hparams
 from t2t_repro.training.trainer import Trainer, make_strategy
 
 

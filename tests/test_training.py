@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_repro.hparams import HParamsError, get_hparams
+from t2t_repro.config.hparams import HParamsError, get_hparams
 from t2t_repro.training.loss import smoothed_cross_entropy
 from t2t_repro.training.schedule import (ConstantSchedule, CooldownSchedule, InverseSqrtSchedule,
                                          TransformerSchedule, make_schedule)

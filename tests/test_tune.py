@@ -11,7 +11,7 @@ import pytest
 
 from t2t_repro import evaluation
 from t2t_repro.decoding import tuning
-from t2t_repro.decoding.config import DecodeConfig
+from t2t_repro.config.decode import DecodeConfig
 from t2t_repro.decoding.loading import load_for_inference
 from t2t_repro.decoding.translator import Translator
 

@@ -13,7 +13,7 @@ import tensorflow as tf
 from t2t_repro.constants import EOS_ID
 from t2t_repro.decoding.loading import load_for_inference
 from t2t_repro.training.api import train
-from t2t_repro.training.config import TrainConfig
+from t2t_repro.config.train import TrainConfig
 from t2t_repro.training.perplexity import perplexity
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -1,4 +1,4 @@
-"""Writes docs/CONFIG.md from the settings' fields (`t2t_repro.describe.config_markdown`).
+"""Writes docs/CONFIG.md from the settings' fields (`t2t_repro.config.describe.config_markdown`).
 
   python tools/config_doc.py          # rewrite docs/CONFIG.md
   python tools/config_doc.py --check  # exit 1 when docs/CONFIG.md is stale
@@ -7,7 +7,7 @@
 import os
 import sys
 
-from t2t_repro import describe
+from t2t_repro.config import describe
 from t2t_repro import fileio
 
 PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "CONFIG.md")

@@ -20,7 +20,7 @@ from absl import flags
 from absl import logging
 
 from t2t_repro import errors
-from t2t_repro import settings
+from t2t_repro.config import settings
 
 # Flags of the commands that are not a field of HParams, TrainConfig or DecodeConfig: where
 # the input and output go, what to print, modes of one command.

@@ -14,7 +14,7 @@ from absl import flags
 
 from t2t_repro import errors, logs
 from t2t_repro.commands import config_flags, shared_flags
-from t2t_repro.decoding import config as decode_config
+from t2t_repro.config import decode as decode_config
 from t2t_repro.serving import QUANTIZATIONS
 
 FLAGS = flags.FLAGS

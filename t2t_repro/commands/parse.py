@@ -55,11 +55,11 @@ from absl import flags
 from t2t_repro import errors, fileio
 from t2t_repro import model_dir as model_dir_lib
 from t2t_repro.commands import config_flags, shared_flags
-from t2t_repro.decoding import config as decode_config
+from t2t_repro.config import decode as decode_config
 from t2t_repro.model_dir import ModelDir
 from t2t_repro.parsing import evalb, pipeline, prepare
-from t2t_repro.settings import field_kind
-from t2t_repro.training.config import TrainConfig
+from t2t_repro.config.settings import field_kind
+from t2t_repro.config.train import TrainConfig
 
 FLAGS = flags.FLAGS
 

@@ -9,7 +9,7 @@ is loaded.
 
 from absl import flags
 
-from t2t_repro.decoding import config as decode_config
+from t2t_repro.config import decode as decode_config
 from t2t_repro.model_dir import ModelDir
 
 MODEL_DIR_HELP = "Model directory (hparams.json, vocab.model, checkpoints)."

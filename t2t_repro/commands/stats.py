@@ -14,8 +14,8 @@ from absl import flags
 
 from t2t_repro import errors
 from t2t_repro.data import problems
-from t2t_repro.hparams import HParams
-from t2t_repro.training.config import TrainConfig
+from t2t_repro.config.hparams import HParams
+from t2t_repro.config.train import TrainConfig
 
 FLAGS = flags.FLAGS
 SPLIT_FILE_FLAGS = tuple(f"{split}_{side}" for split in ("train", "dev", "test")

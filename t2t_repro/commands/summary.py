@@ -4,7 +4,7 @@ if not) and Table 3's figure, and the training FLOPs per token (`t2t_repro.model
 
 from absl import flags
 
-from t2t_repro import hparams as hparams_lib
+from t2t_repro.config import hparams as hparams_lib
 from t2t_repro.model import summary
 
 FLAGS = flags.FLAGS

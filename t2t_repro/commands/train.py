@@ -35,18 +35,18 @@ N checkpoints into model_dir/averaged/ at the end, and the test BLEU is the aver
 model's.
 
 This command only defines the flags, generated from the fields of
-`training.config.TrainConfig` (name, type, default, help and choices live there); the run
+`config.train.TrainConfig` (name, type, default, help and choices live there); the run
 is `training.api.train(config)`, which a library caller uses directly.
 """
 
 from absl import flags
 
 from t2t_repro import errors
-from t2t_repro import hparams as hparams_lib
+from t2t_repro.config import hparams as hparams_lib
 from t2t_repro.commands import config_flags
 from t2t_repro.data.problems import list_problems
 from t2t_repro.training.api import train
-from t2t_repro.training.config import TrainConfig
+from t2t_repro.config.train import TrainConfig
 
 FLAGS = flags.FLAGS
 
@@ -87,7 +87,7 @@ def main(argv):
     print(describe_hparams())
     return
   if FLAGS.describe:
-    from t2t_repro import describe  # pylint: disable=import-outside-toplevel
+    from t2t_repro.config import describe  # pylint: disable=import-outside-toplevel
     config = config_from_flags()
     hp = hparams_lib.get_hparams(config.hparams, config.hparams_override,
                                  train_steps=config.train_steps, batch_tokens=config.batch_tokens,

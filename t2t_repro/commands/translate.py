@@ -68,7 +68,7 @@ from absl import logging
 
 from t2t_repro import errors, evaluation, fileio, logs, streaming
 from t2t_repro.commands import config_flags, shared_flags
-from t2t_repro.decoding import config as decode_config
+from t2t_repro.config import decode as decode_config
 
 FLAGS = flags.FLAGS
 

@@ -21,7 +21,7 @@ from t2t_repro import errors
 from t2t_repro.commands import config_flags
 from t2t_repro.commands import shared_flags
 from t2t_repro.commands import split_flags
-from t2t_repro.decoding import config as decode_config
+from t2t_repro.config import decode as decode_config
 from t2t_repro.decoding.tuning import METRICS
 from t2t_repro.model_dir import DECODING_FILE
 

@@ -2,13 +2,17 @@
 
 How text becomes training batches: lowercasing and subword sampling inside the BPE model
 (`data.vocab`), the longest example and the token budget of a batch (`data.batching`).
-`t2t_repro.hparams.HParams` inherits these fields; no TensorFlow here.
+`t2t_repro.config.hparams.HParams` inherits these fields; no TensorFlow here.
 """
 
 import dataclasses
 
-from t2t_repro import settings
-from t2t_repro.settings import setting
+from t2t_repro.config import settings
+from t2t_repro.config.settings import setting
+
+# The validation record of a corpus pair in a cache or staging dir (`data.corpus.record_path`):
+# its key is a hash of both paths; key="*" globs them all.
+CORPUS_RECORD = "corpus.{key}.json"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,14 +12,14 @@ The decoding itself is `t2t_repro.decoding.translator.Translator`.
 import dataclasses
 
 from t2t_repro import errors
-from t2t_repro import settings
-from t2t_repro.settings import setting
+from t2t_repro.config import settings
+from t2t_repro.config.settings import setting
 
 
 @dataclasses.dataclass(frozen=True)
 class SearchConfig:
   """The decoding group of the hparams: what a model's decoding defaults to (Vaswani et al.
-  2017, §6.1 translation, §6.3 parsing). `t2t_repro.hparams.HParams` and `DecodeConfig`
+  2017, §6.1 translation, §6.3 parsing). `t2t_repro.config.hparams.HParams` and `DecodeConfig`
   both inherit these fields, so each has one help, default and range.
 
   Raises:

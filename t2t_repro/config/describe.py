@@ -11,19 +11,19 @@ No TensorFlow here.
 
 import dataclasses
 
-from t2t_repro import settings
-from t2t_repro.data.config import DataConfig
-from t2t_repro.decoding.config import DecodeConfig, SearchConfig
-from t2t_repro.model.config import ModelConfig
-from t2t_repro.training.config import TrainConfig
-from t2t_repro.training.optimization import OptimizationConfig
+from t2t_repro.config import settings
+from t2t_repro.config.data import DataConfig
+from t2t_repro.config.decode import DecodeConfig, SearchConfig
+from t2t_repro.config.model import ModelConfig
+from t2t_repro.config.train import TrainConfig
+from t2t_repro.config.optimization import OptimizationConfig
 
 # The groups of HParams, in the order they are shown: (title, class, source file).
 HPARAM_GROUPS = (
-    ("Model", ModelConfig, "t2t_repro/model/config.py"),
-    ("Optimization and schedule", OptimizationConfig, "t2t_repro/training/optimization.py"),
-    ("Data and batching", DataConfig, "t2t_repro/data/config.py"),
-    ("Decoding defaults", SearchConfig, "t2t_repro/decoding/config.py"),
+    ("Model", ModelConfig, "t2t_repro/config/model.py"),
+    ("Optimization and schedule", OptimizationConfig, "t2t_repro/config/optimization.py"),
+    ("Data and batching", DataConfig, "t2t_repro/config/data.py"),
+    ("Decoding defaults", SearchConfig, "t2t_repro/config/decode.py"),
 )
 
 
@@ -86,11 +86,11 @@ def config_markdown():
   for title, group, path in HPARAM_GROUPS:
     parts += ["", f"### {title} (`{group.__name__}`, {path})", "",
               _markdown_table(dataclasses.fields(group))]
-  parts += ["", "## Train settings (`TrainConfig`, t2t_repro/training/config.py)", "",
+  parts += ["", "## Train settings (`TrainConfig`, t2t_repro/config/train.py)", "",
             "Flags of `python -m t2t_repro.train`; a default of - means the hparam set's value "
             "(train_steps, batch_tokens, average_last) or as the help says.", "",
             _markdown_table(dataclasses.fields(TrainConfig)),
-            "", "## Decode settings (`DecodeConfig`, t2t_repro/decoding/config.py)", "",
+            "", "## Decode settings (`DecodeConfig`, t2t_repro/config/decode.py)", "",
             "Flags of `translate` (and, some of them, `score`, `export`, `parse`, "
             "`plot_attention`, `tune`); beam_size, alpha and decode_extra_length default to the "
             "model's hparams (the decoding group above), or to what `tune` chose.", "",

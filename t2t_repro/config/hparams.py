@@ -24,12 +24,12 @@ from importlib import resources
 from absl import logging
 
 from t2t_repro import errors
-from t2t_repro import settings
-from t2t_repro.data.config import DataConfig
-from t2t_repro.decoding.config import SearchConfig
-from t2t_repro.model.config import ModelConfig
-from t2t_repro.settings import setting
-from t2t_repro.training.optimization import OptimizationConfig
+from t2t_repro.config import settings
+from t2t_repro.config.data import DataConfig
+from t2t_repro.config.decode import SearchConfig
+from t2t_repro.config.model import ModelConfig
+from t2t_repro.config.settings import setting
+from t2t_repro.config.optimization import OptimizationConfig
 
 _CONFIG_PACKAGE = "t2t_repro.configs"
 
@@ -44,11 +44,11 @@ class HParams(SearchConfig, DataConfig, OptimizationConfig, ModelConfig):
   """One resolved hyperparameter set, frozen; the defaults are Transformer base (Table 3).
 
   Its fields are the four groups, each declared once in its own class (fairseq's grouping
-  of configs): the model (`model.config.ModelConfig`), optimization and schedule
-  (`training.optimization.OptimizationConfig`), data and batching (`data.config.DataConfig`)
-  and decoding (`decoding.config.SearchConfig`), plus `description`. Each field's help says
+  of configs): the model (`config.model.ModelConfig`), optimization and schedule
+  (`config.optimization.OptimizationConfig`), data and batching (`config.data.DataConfig`)
+  and decoding (`config.decode.SearchConfig`), plus `description`. Each field's help says
   what it is, in which units and from which section of the paper; its choices and range are
-  checked on construction. docs/CONFIG.md lists them all (`t2t_repro.describe`).
+  checked on construction. docs/CONFIG.md lists them all (`t2t_repro.config.describe`).
 
   Example:
 

@@ -1,16 +1,16 @@
 """The Transformer's sizes and options: `ModelConfig`, the model group of the hparams.
 
 `Transformer`, `EncoderLayer` and `DecoderLayer` take one `ModelConfig` and serialize it
-in `get_config`. `t2t_repro.hparams.HParams` inherits its fields (with the other groups:
-`training.optimization.OptimizationConfig`, `data.config.DataConfig`,
-`decoding.config.SearchConfig`), so each field is declared once, here, with its help,
+in `get_config`. `t2t_repro.config.hparams.HParams` inherits its fields (with the other groups:
+`config.optimization.OptimizationConfig`, `config.data.DataConfig`,
+`config.decode.SearchConfig`), so each field is declared once, here, with its help,
 default (the paper's base model) and range (`settings.setting`).
 """
 
 import dataclasses
 
-from t2t_repro import settings
-from t2t_repro.settings import setting
+from t2t_repro.config import settings
+from t2t_repro.config.settings import setting
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,7 +86,7 @@ class ModelConfig:
 
   @classmethod
   def from_hparams(cls, hparams):
-    """The model fields of a `t2t_repro.hparams.HParams` (or any object that has them)."""
+    """The model fields of a `t2t_repro.config.hparams.HParams` (or any object that has them)."""
     return cls(**{name: getattr(hparams, name) for name in cls.field_names()})
 
   @classmethod

@@ -2,14 +2,14 @@
 
 The loss (label smoothing, R-Drop), the learning-rate schedule (`training.schedule`),
 Adam, clipping, the number of updates and the checkpoint averaging at the end (Vaswani et
-al. 2017, §5.3-5.4, §6.1). `t2t_repro.hparams.HParams` inherits these fields; no
+al. 2017, §5.3-5.4, §6.1). `t2t_repro.config.hparams.HParams` inherits these fields; no
 TensorFlow here.
 """
 
 import dataclasses
 
-from t2t_repro import settings
-from t2t_repro.settings import setting
+from t2t_repro.config import settings
+from t2t_repro.config.settings import setting
 
 
 @dataclasses.dataclass(frozen=True)

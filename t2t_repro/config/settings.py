@@ -1,8 +1,8 @@
 """One way to describe a setting: a dataclass field whose metadata holds its help, its
 choices and its range (fairseq's config convention), and one check of a config's fields.
 
-`HParams` (`t2t_repro.hparams`), `TrainConfig` (`training.config`) and `DecodeConfig`
-(`decoding.config`) declare every field with `setting(...)` and call `check(self)` in
+`HParams` (`t2t_repro.config.hparams`), `TrainConfig` (`config.train`) and `DecodeConfig`
+(`config.decode`) declare every field with `setting(...)` and call `check(self)` in
 `__post_init__`, then check what involves several fields. The commands generate their
 flags from the same fields (`t2t_repro.commands.config_flags`).
 

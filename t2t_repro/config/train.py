@@ -11,8 +11,8 @@ import dataclasses
 from typing import Optional
 
 from t2t_repro import errors
-from t2t_repro import settings
-from t2t_repro.settings import setting as _field
+from t2t_repro.config import settings
+from t2t_repro.config.settings import setting as _field
 
 DISTRIBUTIONS = ("auto", "one_device", "mirrored", "multi_worker")
 MIXED_PRECISIONS = ("none", "mixed_float16", "mixed_bfloat16")

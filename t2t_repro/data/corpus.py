@@ -43,7 +43,7 @@ from absl import logging
 
 from t2t_repro import errors
 from t2t_repro import fileio
-from t2t_repro import model_dir as model_dir_lib
+from t2t_repro.config.data import CORPUS_RECORD
 from t2t_repro.data import text_files
 from t2t_repro.data.text_files import LineCountError
 
@@ -94,7 +94,7 @@ def index_file_pair(source_path, target_path, chunk_lines=CHUNK_LINES):
 def record_path(cache_dir, source_path, target_path):
   """`{cache_dir}/corpus.{sha1 of both absolute paths}.json`: the validation record of a pair."""
   key = "\n".join(os.path.abspath(p) for p in (source_path, target_path))
-  return os.path.join(cache_dir, model_dir_lib.CORPUS_RECORD.format(
+  return os.path.join(cache_dir, CORPUS_RECORD.format(
       key=hashlib.sha1(key.encode()).hexdigest()[:16]))
 
 

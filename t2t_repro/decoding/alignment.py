@@ -26,7 +26,7 @@ import tensorflow as tf
 
 from t2t_repro.constants import EOS_ID
 from t2t_repro.data import batching
-from t2t_repro.decoding.config import ALIGNMENT_KINDS
+from t2t_repro.config.decode import ALIGNMENT_KINDS
 _CHUNK = 32  # sentence pairs per teacher-forced pass
 
 

@@ -25,7 +25,7 @@ the sentencepiece pieces ("▁" marks a word start); EOS is "</s>". The weights 
 
 import os
 
-from t2t_repro.decoding import config as decode_config
+from t2t_repro.config import decode as decode_config
 
 KINDS = ("encoder_self", "decoder_self", "encoder_decoder")
 

@@ -296,7 +296,7 @@ def search(model, inputs, max_decode_length, alpha, beam_size=4, n_best=None, eo
   those); the encoder-decoder keys/values are projected once per sentence; position 0 is
   decoded once per sentence, not per beam (not with `static_max_length`).
   docs/BENCHMARKS.md section 9 measures each.
-  The settings' ranges are checked by `decoding.config.DecodeConfig`, not here.
+  The settings' ranges are checked by `config.decode.DecodeConfig`, not here.
 
   Args:
     model: a `Transformer`, or an object implementing the model interface itself

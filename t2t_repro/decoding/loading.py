@@ -22,9 +22,9 @@ from absl import logging
 
 from t2t_repro.data.vocab import Tokenizer
 from t2t_repro import errors
-from t2t_repro.decoding.config import INFERENCE_DTYPES
+from t2t_repro.config.decode import INFERENCE_DTYPES
 from t2t_repro.decoding.ensemble import Ensemble
-from t2t_repro.hparams import HParams
+from t2t_repro.config.hparams import HParams
 from t2t_repro.model_dir import DECODING_FILE, ModelDir
 from t2t_repro.model.transformer import Transformer
 from t2t_repro.model.weights import restore_weights

@@ -40,7 +40,7 @@ from t2t_repro import errors
 from t2t_repro.constants import EOS_ID, PAD_ID
 from t2t_repro.data import batching
 from t2t_repro.decoding import beam_search, sampling
-from t2t_repro.decoding.config import DecodeConfig, check_positions
+from t2t_repro.config.decode import DecodeConfig, check_positions
 from t2t_repro.decoding.prefix import TargetPrefix, max_output_lengths
 
 TOKENIZE_CHUNK = 4096  # lines per tokenizer call

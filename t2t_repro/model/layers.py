@@ -8,7 +8,7 @@ ends with one more LayerNorm (`Transformer` adds it).
 import keras
 
 from t2t_repro.model.attention import MultiHeadAttention
-from t2t_repro.model.config import ModelConfig
+from t2t_repro.config.model import ModelConfig
 from t2t_repro.model.dropout import Dropout
 from t2t_repro.model.feed_forward import FeedForward
 from t2t_repro.model.layer_norm import LayerNormalization
@@ -74,7 +74,7 @@ class EncoderLayer(_ResidualBlock):
   """Self-attention then FFN, each with residual dropout and LayerNorm (§3.1, Figure 1 left).
 
   Args:
-    config: a `model.config.ModelConfig` (or its `to_dict()`): d_model, d_ff, num_heads,
+    config: a `config.model.ModelConfig` (or its `to_dict()`): d_model, d_ff, num_heads,
       d_k, d_v (§3.2.2, §3.3); dropout, attention_dropout, relu_dropout (§5.4);
       norm_type "post" (paper) or "pre" (tensor2tensor v3).
 

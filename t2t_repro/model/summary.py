@@ -8,7 +8,7 @@ Table 3's figures are `PAPER_PARAMS_M`. FLOPs count multiply-adds as 2 and train
 
 import math
 
-from t2t_repro.model.config import ModelConfig
+from t2t_repro.config.model import ModelConfig
 
 # Table 3 parameter counts (x1e6) of the sets that have one.
 PAPER_PARAMS_M = {"base": 65, "big": 213, "base_b_dk16": 58, "base_b_dk32": 60,

@@ -5,7 +5,7 @@ import tensorflow as tf
 
 from t2t_repro.constants import NEG_INF, PAD_ID
 from t2t_repro.model.attention import causal_bias, padding_bias
-from t2t_repro.model.config import ModelConfig
+from t2t_repro.config.model import ModelConfig
 from t2t_repro.model.embedding import SharedEmbedding
 from t2t_repro.model.dropout import Dropout
 from t2t_repro.model.layer_norm import LayerNormalization
@@ -23,7 +23,7 @@ class Transformer(keras.Model):
   logits that predict `targets` themselves.
 
   Args:
-    config: a `model.config.ModelConfig` (sizes and options), or its fields as keyword
+    config: a `config.model.ModelConfig` (sizes and options), or its fields as keyword
       arguments (`Transformer(vocab_size=..., num_layers=...)`, as `get_config` stores
       them). Its fields are also attributes of the model (`model.d_model`, ...).
 
@@ -67,7 +67,7 @@ class Transformer(keras.Model):
 
   @classmethod
   def from_hparams(cls, hparams, **kwargs):
-    """Builds (and creates the variables of) a model from a `t2t_repro.hparams.HParams`."""
+    """Builds (and creates the variables of) a model from a `t2t_repro.config.hparams.HParams`."""
     model = cls(ModelConfig.from_hparams(hparams), **kwargs)
     model.build_variables()
     return model

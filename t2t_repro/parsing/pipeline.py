@@ -23,14 +23,14 @@ from t2t_repro import errors
 from t2t_repro import fileio
 from t2t_repro import model_dir as model_dir_lib
 from t2t_repro.data import text_files
-from t2t_repro import hparams as hparams_lib
+from t2t_repro.config import hparams as hparams_lib
 from t2t_repro.model_dir import ModelDir
 from t2t_repro.parsing import augment, evalb
 from t2t_repro.parsing import treebank
 from t2t_repro.decoding import tuning
 from t2t_repro.parsing import trees as trees_lib
 from t2t_repro.parsing.prepare import read_data_stats
-from t2t_repro.training.config import TrainConfig
+from t2t_repro.config.train import TrainConfig
 
 # Padded source pieces per decoding batch (each row decodes beam_size = 21 hypotheses).
 DEFAULT_DECODE_BATCH_TOKENS = 1024
@@ -161,7 +161,7 @@ def train_config(model_dir, data_dir, *, hparams="parsing_small",
     changes: None, or a dict of more `TrainConfig` fields, applied last.
 
   Returns:
-    A `training.config.TrainConfig`.
+    A `config.train.TrainConfig`.
 
   Raises:
     TypeError: `changes` names a field `TrainConfig` does not have.
@@ -231,7 +231,7 @@ def train_parser(config):
   """Trains the parser in this process (`training.api.train`).
 
   Returns:
-    (seconds: float, the trainer's wall time; result: its `training.config.TrainResult`).
+    (seconds: float, the trainer's wall time; result: its `config.train.TrainResult`).
 
   Raises:
     errors.UsageError, errors.DataError: a bad setting or unusable data (``train``).

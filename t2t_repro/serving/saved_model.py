@@ -46,7 +46,7 @@ from absl import logging
 from t2t_repro import logs
 from t2t_repro.constants import EOS_ID, PAD_ID
 from t2t_repro.data import batching, text_files
-from t2t_repro.decoding import config as decode_config
+from t2t_repro.config import decode as decode_config
 from t2t_repro.decoding import scoring
 from t2t_repro.decoding import translator as translator_lib
 from t2t_repro.model.attention import non_pad_lengths

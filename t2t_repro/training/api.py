@@ -4,7 +4,7 @@ The train command (`python -m t2t_repro.train`) is this function behind flags; a
 library caller (e.g. `parsing.pipeline.train_parser`) calls it in-process:
 
   from t2t_repro.training.api import train
-  from t2t_repro.training.config import TrainConfig
+  from t2t_repro.config.train import TrainConfig
   result = train(TrainConfig(model_dir="runs/x", hparams="tiny",
                              problem="translate_ende_multi30k", train_steps=100))
   print(result.step, result.checkpoint, result.dev, result.best)
@@ -21,7 +21,7 @@ import time
 from absl import logging
 
 from t2t_repro import errors
-from t2t_repro import hparams as hparams_lib
+from t2t_repro.config import hparams as hparams_lib
 from t2t_repro.model_dir import ModelDir
 from t2t_repro.training import preflight, signals
 
@@ -44,10 +44,10 @@ def train(config):
   """Trains (or resumes) the run of `config.model_dir`.
 
   Args:
-    config: a `training.config.TrainConfig`.
+    config: a `config.train.TrainConfig`.
 
   Returns:
-    A `training.config.TrainResult`: final step, last checkpoint, dev and test
+    A `config.train.TrainResult`: final step, last checkpoint, dev and test
     scores, the signal that stopped it, early stopping, the best checkpoint
     (`{model_dir}/best/`) and the averaged checkpoint (`{model_dir}/averaged/`).
 

@@ -15,7 +15,7 @@ from t2t_repro.data import batching
 from t2t_repro.errors import DataError
 from t2t_repro.training import averaging, report
 from t2t_repro.training.best import BestCheckpoint
-from t2t_repro.training.config import TrainResult
+from t2t_repro.config.train import TrainResult
 from t2t_repro.training.evaluator import Evaluator, bleu
 from t2t_repro.model_dir import ModelDir
 from t2t_repro.training.signals import StopSignal, exit_at_once

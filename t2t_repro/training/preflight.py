@@ -14,7 +14,8 @@ import time
 from absl import logging
 
 from t2t_repro import errors, staging
-from t2t_repro import hparams as hparams_lib
+from t2t_repro.config import data as data_config
+from t2t_repro.config import hparams as hparams_lib
 from t2t_repro import model_dir as model_dir_lib
 from t2t_repro.model_dir import ModelDir
 
@@ -274,7 +275,7 @@ def staged_corpus_records(model_dir, staging_dir):
   records there, and `write_model_dir` copies them back, so a run that fails its
   checks leaves the model dir as it was while a restart still skips validation."""
   records = ModelDir(staging_dir)
-  for path in ModelDir(model_dir).glob(model_dir_lib.CORPUS_RECORD.format(key="*")):
+  for path in ModelDir(model_dir).glob(data_config.CORPUS_RECORD.format(key="*")):
     records.copy_file(path, os.path.basename(path))
   return staging_dir
 
@@ -291,7 +292,7 @@ def write_model_dir(model_dir, config, hp, vocab_path, replicas, staging_dir):
   """
   from t2t_repro.training import checkpoints  # pylint: disable=import-outside-toplevel
   model_dir = ModelDir(model_dir)
-  records = ModelDir(staging_dir).glob(model_dir_lib.CORPUS_RECORD.format(key="*"))
+  records = ModelDir(staging_dir).glob(data_config.CORPUS_RECORD.format(key="*"))
 
   def write(files):
     if model_dir_lib.absolute(vocab_path) != model_dir_lib.absolute(model_dir.vocab_path):
