@@ -304,5 +304,6 @@ def test_translate_log_is_plain(tmp_path_factory, shared_data_dir):
   assert result.returncode == 0, result.stderr[-2000:]
   assert len(result.stdout.split("\n")) == 4
   assert "\r" not in result.stderr and not ANSI.search(result.stderr), result.stderr
-  assert re.fullmatch(r"loading \S+ckpt-\d+\ntranslated 3 lines in 0:00:\d\d\n", result.stderr), \
+  assert re.fullmatch(r"loading \S+ckpt-\d+\ndecoding with beam_size 1, alpha [\d.]+, "
+                      r"decode_extra_length \d+\ntranslated 3 lines in 0:00:\d\d\n", result.stderr), \
       result.stderr

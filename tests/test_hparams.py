@@ -6,7 +6,8 @@ import json
 import pytest
 
 from t2t_repro.config.model import ModelConfig
-from t2t_repro.config.hparams import get_hparams, list_hparams, parse_overrides, read_set
+from t2t_repro.config.hparams import (HParamsError, get_hparams, list_hparams, parse_overrides,
+                                      read_set)
 
 
 def test_base_is_the_paper():
@@ -122,7 +123,28 @@ _PINNED_CHANGES = {
 def test_resolved_values_are_pinned(name):
   """Every set resolves to the values it had when base.json repeated the dataclass defaults."""
   resolved = get_hparams(name).to_dict()
-  assert {k: resolved[k] for k in _PINNED_BASE} == {**_PINNED_BASE, **_PINNED_CHANGES[name]}
+  expected = {**_PINNED_BASE, **_PINNED_CHANGES[name]}
+  for width in ("d_k", "d_v"):  # 0 in a set: resolved to d_model // num_heads, as the model does
+    expected[width] = expected[width] or expected["d_model"] // expected["num_heads"]
+  assert {k: resolved[k] for k in _PINNED_BASE} == expected
+
+
+def test_hparams_keep_every_groups_invariants():
+  """HParams builds its four groups: ModelConfig's d_k and d_v resolve (base: 512 / 8 = 64),
+  its divisibility rule holds, and each group is the hparams' own values."""
+  hp = get_hparams("base")
+  assert (hp.d_k, hp.d_v) == (64, 64) == (hp.model.d_k, hp.model.d_v)
+  assert ModelConfig.from_hparams(hp) == hp.model
+  dk16 = get_hparams("base_b_dk16")
+  assert (dk16.d_k, dk16.d_v) == (16, 64)
+  assert (get_hparams("big").d_k, get_hparams("tiny").d_k) == (64, 16)
+  with pytest.raises(ValueError, match="d_model=512 is not divisible by num_heads=7"):
+    ModelConfig(num_heads=7)
+  with pytest.raises(HParamsError, match="hparam set 'base': d_model=512 is not divisible"):
+    get_hparams("base", "num_heads=7")
+  assert get_hparams("base", "num_heads=7,d_k=64,d_v=64").d_k == 64
+  assert (hp.optimization.warmup_steps, hp.data.max_length, hp.search.beam_size) == \
+      (hp.warmup_steps, hp.max_length, hp.beam_size)
 
 
 def test_base_json_holds_only_the_description():

@@ -61,7 +61,7 @@ def _run(args, installed):
 def test_the_installed_package_is_imported_with_its_hparam_sets(installed):
   target, _ = installed
   code = ("import t2t_repro.commands, t2t_repro.serving, t2t_repro.configs\n"
-          "from t2t_repro import hparams\n"
+          "from t2t_repro.config import hparams\n"
           "print(t2t_repro.commands.__file__)\n"
           "print(t2t_repro.configs.__file__)\n"
           "print(','.join(hparams.list_hparams()))\n"

@@ -30,7 +30,7 @@ def main(argv):
   closed = summary.closed_form_params(hp)
   print(f"hparams: {FLAGS.hparams}  ({hp.description})")
   print(f"layers N={hp.num_layers} d_model={hp.d_model} d_ff={hp.d_ff} heads={hp.num_heads} "
-        f"d_k={summary.head_widths(hp)[0]} d_v={summary.head_widths(hp)[1]} vocab={hp.vocab_size} norm={hp.norm_type}")
+        f"d_k={hp.d_k} d_v={hp.d_v} vocab={hp.vocab_size} norm={hp.norm_type}")
   print(f"parameters (built model):  {built:,}")
   print(f"parameters (closed form):  {closed:,}  {'OK' if built == closed else 'MISMATCH'}")
   print(f"  of which shared embedding: {hp.vocab_size * hp.d_model:,}")

@@ -14,6 +14,7 @@ import dataclasses
 from t2t_repro.config import settings
 from t2t_repro.config.data import DataConfig
 from t2t_repro.config.decode import DecodeConfig, SearchConfig
+from t2t_repro.config.hparams import HParams
 from t2t_repro.config.model import ModelConfig
 from t2t_repro.config.train import TrainConfig
 from t2t_repro.config.optimization import OptimizationConfig
@@ -49,11 +50,12 @@ def hparams_table(hp, name=""):
   """Text: every hparam of `hp` (an `HParams`) by group, with its value (marked * where it
   differs from the default), default, range and help; one line each, help last."""
   lines = [f"hparams {name}".rstrip() + f": {hp.description}".rstrip(": ")]
+  defaults = HParams()  # resolved as hp is (d_k = d_model // num_heads)
   for title, group, _ in HPARAM_GROUPS:
     lines.append(f"\n{title}:")
     for field in dataclasses.fields(group):
       value = getattr(hp, field.name)
-      mark = "*" if value != field.default else " "
+      mark = "*" if value != getattr(defaults, field.name) else " "
       lines.append(f"  {field.name:<24}{mark}{_default(value):<12} default {_default(field.default):<10}"
                    f" {_range(field):<28} {field.metadata['help']}")
   lines.append("\n* differs from the default (the paper's base model).")

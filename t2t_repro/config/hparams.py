@@ -43,18 +43,23 @@ class HParamsError(errors.UsageError):
 class HParams(SearchConfig, DataConfig, OptimizationConfig, ModelConfig):
   """One resolved hyperparameter set, frozen; the defaults are Transformer base (Table 3).
 
-  Its fields are the four groups, each declared once in its own class (fairseq's grouping
-  of configs): the model (`config.model.ModelConfig`), optimization and schedule
-  (`config.optimization.OptimizationConfig`), data and batching (`config.data.DataConfig`)
-  and decoding (`config.decode.SearchConfig`), plus `description`. Each field's help says
-  what it is, in which units and from which section of the paper; its choices and range are
-  checked on construction. docs/CONFIG.md lists them all (`t2t_repro.config.describe`).
+  It composes the four groups (`GROUPS`), each declared once in its own class, as fairseq's
+  `FairseqConfig` composes its groups: the model (`config.model.ModelConfig`), optimization
+  and schedule (`config.optimization.OptimizationConfig`), data and batching
+  (`config.data.DataConfig`) and decoding (`config.decode.SearchConfig`), plus
+  `description`. The fields are flat, as hparam sets, hparams.json and `--hparams_override`
+  are (`hp.d_model`); each group is also an attribute (`hp.model` is the `ModelConfig`).
+  Each group is built on construction, so its own checks and resolutions hold here too:
+  d_k and d_v of 0 become d_model // num_heads (a `replace` of d_model or num_heads keeps
+  them; give d_k=0, d_v=0 to derive them again). Each field's help says what it is, in which
+  units and from which section of the paper. docs/CONFIG.md lists them all
+  (`t2t_repro.config.describe`).
 
   Example:
 
   >>> hp = get_hparams("base", "dropout=0.3")
-  >>> (hp.d_model, hp.dropout, hp.warmup_steps, hp.beam_size)
-  (512, 0.3, 4000, 4)
+  >>> (hp.d_model, hp.dropout, hp.warmup_steps, hp.beam_size, hp.d_k, hp.model.d_k)
+  (512, 0.3, 4000, 4, 64, 64)
 
   Raises:
     HParamsError (a ValueError): a value outside its choices or range, or a combination
@@ -66,6 +71,10 @@ class HParams(SearchConfig, DataConfig, OptimizationConfig, ModelConfig):
   def __post_init__(self):
     try:
       settings.check(self)
+      for _, group in GROUPS:  # each group's own checks and resolved values (d_k, d_v)
+        built = self.group(group)
+        for field in dataclasses.fields(group):
+          object.__setattr__(self, field.name, getattr(built, field.name))
     except errors.UsageError as e:
       raise HParamsError(errors.marked(e)) from None
     if self.max_positions < self.max_length:
@@ -77,12 +86,33 @@ class HParams(SearchConfig, DataConfig, OptimizationConfig, ModelConfig):
     if self.cooldown_steps > self.train_steps:
       raise HParamsError(f"cooldown_steps={self.cooldown_steps} must be in [0, train_steps="
                          f"{self.train_steps}]")
-    if not self.d_k and self.d_model % self.num_heads:
-      raise HParamsError(f"d_model={self.d_model} is not divisible by num_heads="
-                         f"{self.num_heads}; set d_k and d_v explicitly")
     if self.subword_nbest in (0, 1):
       raise HParamsError(f"subword_nbest={self.subword_nbest} must be -1 (all segmentations; "
                          "BPE-dropout for BPE models) or > 1")
+
+  def group(self, group):
+    """The `group` (one class of `GROUPS`) of these hparams, built from their fields."""
+    return group(**{field.name: getattr(self, field.name) for field in dataclasses.fields(group)})
+
+  @property
+  def model(self):
+    """The model group, a `ModelConfig` (what `Transformer` takes)."""
+    return self.group(ModelConfig)
+
+  @property
+  def optimization(self):
+    """The optimization and schedule group, an `OptimizationConfig`."""
+    return self.group(OptimizationConfig)
+
+  @property
+  def data(self):
+    """The data and batching group, a `DataConfig`."""
+    return self.group(DataConfig)
+
+  @property
+  def search(self):
+    """The decoding group, a `SearchConfig` (the defaults of `DecodeConfig`)."""
+    return self.group(SearchConfig)
 
   def to_dict(self):
     return dataclasses.asdict(self)
@@ -107,6 +137,10 @@ class HParams(SearchConfig, DataConfig, OptimizationConfig, ModelConfig):
     _check_keys(values, origin)
     return _built(lambda: cls(**values), origin)
 
+
+# The groups HParams composes: (attribute, class), in the order docs/CONFIG.md shows them.
+GROUPS = (("model", ModelConfig), ("optimization", OptimizationConfig), ("data", DataConfig),
+          ("search", SearchConfig))
 
 _FIELDS = {f.name: f for f in dataclasses.fields(HParams)}
 _DEFAULTS = {name: f.default for name, f in _FIELDS.items()}
@@ -235,7 +269,7 @@ def describe(name_or_path, hp):
   """"name, k=v, ...": the set (or file) `hp` was resolved from and, in field order, the
   values of `hp` that differ from it (what --hparams_override and the train command's
   --train_steps / --batch_tokens changed), for the startup block."""
-  own = {**_DEFAULTS, **_load_raw(name_or_path)}
+  own = HParams.from_dict(_load_raw(name_or_path), origin=name_or_path).to_dict()
   return ", ".join([name_or_path] + [f"{k}={v}" for k, v in hp.to_dict().items() if own[k] != v])
 
 

@@ -9,6 +9,7 @@ default (the paper's base model) and range (`settings.setting`).
 
 import dataclasses
 
+from t2t_repro import errors
 from t2t_repro.config import settings
 from t2t_repro.config.settings import setting
 
@@ -26,7 +27,8 @@ class ModelConfig:
 
   Raises:
     errors.UsageError (a ValueError): a field outside its choices or range
-      (`settings.check`), e.g. a norm_type other than post or pre.
+      (`settings.check`), e.g. a norm_type other than post or pre; a d_k or d_v of 0 with
+      a d_model not divisible by num_heads.
   """
 
   vocab_size: int = setting(37000, "Size of the shared source/target BPE vocabulary [tokens].",
@@ -77,6 +79,9 @@ class ModelConfig:
 
   def __post_init__(self):
     settings.check(self)
+    if (not self.d_k or not self.d_v) and self.d_model % self.num_heads:
+      raise errors.UsageError(f"d_model={self.d_model} is not divisible by num_heads="
+                              f"{self.num_heads}; set d_k and d_v explicitly")
     object.__setattr__(self, "d_k", self.d_k or self.d_model // self.num_heads)
     object.__setattr__(self, "d_v", self.d_v or self.d_model // self.num_heads)
 

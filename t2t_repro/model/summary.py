@@ -8,19 +8,11 @@ Table 3's figures are `PAPER_PARAMS_M`. FLOPs count multiply-adds as 2 and train
 
 import math
 
-from t2t_repro.config.model import ModelConfig
-
 # Table 3 parameter counts (x1e6) of the sets that have one.
 PAPER_PARAMS_M = {"base": 65, "big": 213, "base_b_dk16": 58, "base_b_dk32": 60,
                   "base_c_layers2": 36, "base_c_layers4": 50, "base_c_layers8": 80,
                   "base_c_dmodel256": 28, "base_c_dmodel1024": 168, "base_c_dff1024": 53,
                   "base_c_dff4096": 90}
-
-
-def head_widths(hp):
-  """(d_k, d_v) per head, resolved as the model resolves them (`ModelConfig`)."""
-  config = ModelConfig.from_hparams(hp)
-  return config.d_k, config.d_v
 
 
 def closed_form_params(hp):
@@ -34,7 +26,7 @@ def closed_form_params(hp):
   (2k + 1) * (d_k + d_v) per self-attention layer.
   """
   d, h = hp.d_model, hp.num_heads
-  d_k, d_v = head_widths(hp)
+  d_k, d_v = hp.d_k, hp.d_v
   attention = d * h * d_k * 2 + d * h * d_v + h * d_v * d
   ffn = 2 * d * hp.d_ff + hp.d_ff + d
   norm = 2 * d
@@ -64,7 +56,7 @@ def train_flops_per_token(hp, length):
   Training = 3 x forward. Returns a float [FLOP].
   """
   d, h = hp.d_model, hp.num_heads
-  d_k, d_v = head_widths(hp)
+  d_k, d_v = hp.d_k, hp.d_v
   proj = 2 * (d * h * d_k * 2 + d * h * d_v + h * d_v * d)
   attend = 2 * h * length * (d_k + d_v)
   ffn = 2 * 2 * d * hp.d_ff
