@@ -5,7 +5,7 @@ Converts `--model_dir` with `t2t_repro.serving.ctranslate2` (float32 and, with
 with CTranslate2's beam search (beam and alpha of the model's hparams unless given,
 max_decoding_length = the batch's longest source + decode_extra_length, batches of
 `--batch_size` sentences in input order) and scores every output against `--ref`
-with `t2t_repro.evaluation.score` (sacreBLEU). Our own decoder's BLEU is
+with `t2t_repro.evaluation.evaluate_translations` (sacreBLEU). Our own decoder's BLEU is
 `python -m t2t_repro.translate ... --evaluate` on the same model dir.
 
   python benchmarks/ctranslate2_bleu.py --model_dir=runs/m30k_b \
@@ -65,7 +65,7 @@ def main(argv=None):
       hyps = translate_file(out, lines, beam, alpha, hparams.decode_extra_length,
                             threads=args.threads)
       wall = time.perf_counter() - start
-      scores = evaluation.score(hyps, [refs])
+      scores = evaluation.evaluate_translations(hyps, [refs])
       print(f"CTranslate2 {quantization or 'float32'} (beam {beam}, length_penalty {alpha}, "
             f"{len(lines)} lines, {wall:.1f} s):")
       print(evaluation.format_scores(scores), flush=True)

@@ -9,7 +9,7 @@ trainer's CPU seconds (/proc) and wall seconds when each appears. After both run
 the budgets, every checkpoint is decoded on the dev split (`--dev_lines` of `val`, beam 4,
 alpha 0.6) and scored; the final model of each system is the average of its last
 `--average_last` checkpoints, decoded on test_2016_flickr. Scores come from
-`t2t_repro.evaluation.score` for both (cased sacreBLEU, and every other score it prints).
+`t2t_repro.evaluation.evaluate_translations` for both (cased sacreBLEU, and every other score it prints).
 
 - ours: `python -m t2t_repro.train --hparams=H` (its own recipe: schedule, dropout, ...),
   stopped with SIGTERM at the budget (it saves and exits), averaged with
@@ -254,7 +254,7 @@ def _score(hyp_path, ref_path):
     hyps = f.read().splitlines()
   with open(ref_path, encoding="utf-8") as f:
     refs = f.read().splitlines()[:len(hyps)]
-  return evaluation.score(hyps, [refs], tgt_lang="de")
+  return evaluation.evaluate_translations(hyps, [refs], tgt_lang="de")
 
 
 def _head(path, lines, out):

@@ -156,7 +156,7 @@ def _cannot_write(path, reason):
   return f"{path}: cannot write it: {reason}; it is left as it was"
 
 
-def describe(error, setting_name=lambda name: name):
+def exit_line(error, setting_name=lambda name: name):
   """(exit status, one-line message) of a user error, or None for anything else (a bug).
 
   Args:

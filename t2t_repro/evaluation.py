@@ -50,7 +50,7 @@ Four scores, each labelled (SPEC.md, "Where the reference code differs"):
 
 Python API (used by ``python -m t2t_repro.translate --evaluate``)::
 
-  scores = score(hyps, refs, tgt_lang="de")
+  scores = evaluate_translations(hyps, refs, tgt_lang="de")
   print(format_scores(scores))
 
 Never report tensor2tensor's in-training "approx BLEU" (subwords, teacher
@@ -164,7 +164,7 @@ def _normalize_refs(hyps, refs):
   return streams
 
 
-def score(hyps, refs, tgt_lang="de"):
+def evaluate_translations(hyps, refs, tgt_lang="de"):
   """Scores detokenized hypotheses against one or more references.
 
   Args:
@@ -258,7 +258,7 @@ def format_scores(scores):
   ])
 
 
-def score_files(hyp_path, ref_paths, tgt_lang="de"):
+def evaluate_files(hyp_path, ref_paths, tgt_lang="de"):
   """``score`` on files: one hypothesis file, one or more reference files.
 
   Raises:
@@ -279,4 +279,4 @@ def score_files(hyp_path, ref_paths, tgt_lang="de"):
           f"line count mismatch: hypothesis file {hyp_path} has {len(hyps)} "
           f"lines, reference file {ref_path} has {len(ref)} lines")
     streams.append(ref)
-  return score(hyps, streams, tgt_lang=tgt_lang)
+  return evaluate_translations(hyps, streams, tgt_lang=tgt_lang)

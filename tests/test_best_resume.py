@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from t2t_repro import errors
 from t2t_repro import model_dir as model_dir_lib
-from t2t_repro.training.api import train
+from t2t_repro.training.api import train_model
 from t2t_repro.config.train import TrainConfig
 from t2t_repro.training.evaluator import Evaluator
 
@@ -28,7 +28,7 @@ def _train(data, model_dir, min_improvement):
   min_improvement=100 (nats): only the first evaluation improves; 0: both do."""
   files = {f"{split}_{side}": str(data / f"{split}.{lang}")
            for split in ("train", "dev") for side, lang in (("src", "en"), ("tgt", "de"))}
-  return train(TrainConfig(
+  return train_model(TrainConfig(
       hparams="tiny", problem="parallel_text", model_dir=str(model_dir), vocab_dir=str(data),
       train_steps=STEPS, eval_every_steps=EVAL_EVERY, save_checkpoints_steps=2,
       save_checkpoints_secs=0, dev_bleu_lines=0, early_stopping=3, min_improvement=min_improvement, log_every_steps=4,

@@ -133,7 +133,7 @@ def test_every_input_path_has_the_same_rules(tmp_path):
       "training, one block at a time": lambda: text_files.scan_lines(nul, 2, block_bytes=3),
       "dev": lambda: problem.text_pairs("dev"),
       "translate": lambda: fileio.read_lines(nul),
-      "evaluate": lambda: evaluation.score_files(good, [nul]),
+      "evaluate": lambda: evaluation.evaluate_files(good, [nul]),
       "parse": lambda: treebank.read_tree_lines(nul),
       "parse (delinearize)": lambda: pipeline.delinearize_files(good, nul, str(tmp_path / "o")),
   }

@@ -8,7 +8,7 @@ import pytest
 
 from t2t_repro import errors
 from t2t_repro.decoding.loading import load_for_inference
-from t2t_repro.training.api import train
+from t2t_repro.training.api import train_model
 from t2t_repro.config.train import TrainConfig
 
 
@@ -23,8 +23,8 @@ def _config(data, model_dir, **changes):
 def test_ema_is_the_moving_average_of_the_updates_and_survives_a_resume(multi30k_slice, tmp_path):
   decay = 0.5
   model_dir = tmp_path / "m"
-  train(_config(multi30k_slice, model_dir, ema_decay=decay, train_steps=2, eval_every_steps=0))
-  result = train(_config(multi30k_slice, model_dir, ema_decay=decay, train_steps=4,
+  train_model(_config(multi30k_slice, model_dir, ema_decay=decay, train_steps=2, eval_every_steps=0))
+  result = train_model(_config(multi30k_slice, model_dir, ema_decay=decay, train_steps=4,
                          eval_every_steps=4))  # resumed at 2: the average comes from the checkpoint
   assert result.step == 4
   weights = [load_for_inference(str(model_dir), str(model_dir / f"ckpt-{k}"))[0].get_weights()
@@ -47,9 +47,9 @@ def test_ema_is_the_moving_average_of_the_updates_and_survives_a_resume(multi30k
 
 def test_ema_decay_is_checked_and_cannot_change_on_resume(multi30k_slice, tmp_path):
   with pytest.raises(errors.UsageError, match=r"ema_decay must be in \[0, 1\), got 1.0"):
-    train(_config(multi30k_slice, tmp_path / "a", ema_decay=1.0, train_steps=1))
+    train_model(_config(multi30k_slice, tmp_path / "a", ema_decay=1.0, train_steps=1))
   assert not os.path.exists(tmp_path / "a")
-  train(_config(multi30k_slice, tmp_path / "b", ema_decay=0.9, train_steps=1, eval_every_steps=0))
+  train_model(_config(multi30k_slice, tmp_path / "b", ema_decay=0.9, train_steps=1, eval_every_steps=0))
   with pytest.raises(errors.UsageError, match="ema_decay"):
-    train(_config(multi30k_slice, tmp_path / "b", ema_decay=0.0, train_steps=2,
+    train_model(_config(multi30k_slice, tmp_path / "b", ema_decay=0.0, train_steps=2,
                   eval_every_steps=0))

@@ -13,7 +13,7 @@ from t2t_repro import fileio
 
 def test_identical_is_100():
   lines = ["Die Kaffee-Maschine ist kaputt.", "Das ist ein \"Test\" & mehr."]
-  s = evaluation.score(lines, lines)
+  s = evaluation.evaluate_translations(lines, lines)
   assert s["sacrebleu"] == pytest.approx(100.0)
   assert s["chrf"] == pytest.approx(100.0)
   assert s["bleu_tok_compound"] == pytest.approx(100.0)
@@ -38,7 +38,7 @@ def test_hand_computed_two_sentences():
   # BLEU = exp(-1/11) * (16/99)^(1/4) = 0.913101 * 0.634049 = 57.895...
   expected = 100 * math.exp(-1 / 11) * (16 / 99) ** 0.25
   assert expected == pytest.approx(57.895, abs=1e-3)
-  s = evaluation.score(hyps, refs)
+  s = evaluation.evaluate_translations(hyps, refs)
   assert s["sacrebleu"] == pytest.approx(expected, abs=1e-9)
   assert s["bleu_tok_compound"] == pytest.approx(expected, abs=1e-9)
   # sacrebleu prints the precisions as percentages.
@@ -55,7 +55,7 @@ def test_sacrebleu_documented_example_two_refs():
            "The man had bitten the dog."]]
   hyps = ["The dog bit the man.", "It wasn't surprising.",
           "The man had just bitten him."]
-  s = evaluation.score(hyps, refs)
+  s = evaluation.evaluate_translations(hyps, refs)
   assert round(s["sacrebleu"], 2) == 48.53
   assert "82.4/50.0/45.5/37.5" in s["sacrebleu_details"]
   assert round(s["chrf"], 2) == 59.73
@@ -83,7 +83,7 @@ def test_compound_splitting():
 def test_compound_splitting_changes_score():
   hyps = ["die Kaffee-Maschine ist kaputt"]
   refs = ["die Espresso-Maschine ist kaputt"]
-  s = evaluation.score(hyps, refs)
+  s = evaluation.evaluate_translations(hyps, refs)
   # 13a keeps "Kaffee-Maschine" whole: 3/4 unigrams, 1/3 bigrams, 0/2 3-grams
   # -> exp-smoothed; split: 6 tokens, 5/6, 3/5, 2/4, 1/3 -> no zero.
   split = 100 * (5 / 6 * 3 / 5 * 2 / 4 * 1 / 3) ** 0.25
@@ -93,7 +93,7 @@ def test_compound_splitting_changes_score():
 
 def test_tok_bleu_zero_precision_is_zero_like_multi_bleu():
   # multi-bleu.perl gives 0 when any n-gram order has no match (no smoothing).
-  s = evaluation.score(["a b c d"], ["a b x d"])  # no matching 3-gram
+  s = evaluation.evaluate_translations(["a b c d"], ["a b x d"])  # no matching 3-gram
   assert s["bleu_tok_compound"] == 0.0
   assert s["sacrebleu"] > 0.0  # sacreBLEU's default exp smoothing
 
@@ -118,7 +118,7 @@ def test_lowercased_moses_bleu_multi30k():
           "Eine Frau mit rotem Hut sitzt auf der Bank."]
   refs = ["ein mann , der \"gitarre\" spielt .", "zwei hunde laufen im schnee !",
           "Eine Frau mit einem roten Hut sitzt auf einer Bank."]
-  s = evaluation.score(hyps, refs)
+  s = evaluation.evaluate_translations(hyps, refs)
   expected = _lowercased_bleu_by_hand(hyps, refs)
   assert s["bleu_lc_tok"] == pytest.approx(expected, abs=1e-9)
   # By hand: sentence 1 is identical after preprocessing (9 tokens):
@@ -149,7 +149,7 @@ def test_lowercased_moses_bleu_multi30k():
 
 def test_ref_count_mismatch_api():
   with pytest.raises(ValueError, match="2 lines.*1 lines"):
-    evaluation.score(["a", "b"], ["a"])
+    evaluation.evaluate_translations(["a", "b"], ["a"])
 
 
 def test_file_errors(tmp_path):
@@ -158,12 +158,12 @@ def test_file_errors(tmp_path):
   hyp.write_text("a b c\nd e f\n", encoding="utf-8")
   ref.write_text("a b c\n", encoding="utf-8")
   with pytest.raises(ValueError) as e:
-    evaluation.score_files(str(hyp), [str(ref)])
+    evaluation.evaluate_files(str(hyp), [str(ref)])
   msg = str(e.value)
   assert str(hyp) in msg and str(ref) in msg
   assert "2 lines" in msg and "1 lines" in msg
   with pytest.raises(errors.MissingDataError, match="missing.txt"):
-    evaluation.score_files(str(hyp), [str(tmp_path / "missing.txt")])
+    evaluation.evaluate_files(str(hyp), [str(tmp_path / "missing.txt")])
 
 
 def _run_cli(*args):
@@ -207,7 +207,7 @@ def newstest_de(shared_data_dir):
 
 def test_real_newstest2014_self_is_100(newstest_de):
   assert len(newstest_de) == 3003
-  s = evaluation.score(newstest_de, newstest_de)
+  s = evaluation.evaluate_translations(newstest_de, newstest_de)
   assert s["sacrebleu"] == pytest.approx(100.0)
   assert s["chrf"] == pytest.approx(100.0)
   assert s["bleu_tok_compound"] == pytest.approx(100.0)
@@ -215,7 +215,7 @@ def test_real_newstest2014_self_is_100(newstest_de):
 
 def test_real_newstest2014_drop_last_word(newstest_de):
   perturbed = [" ".join(line.split()[:-1]) for line in newstest_de]
-  s = evaluation.score(perturbed, [newstest_de])
+  s = evaluation.evaluate_translations(perturbed, [newstest_de])
   # Each hypothesis is a prefix of its reference (up to the cut last word), so
   # BLEU falls mostly through the brevity penalty: ~10% fewer tokens.
   for key in ("sacrebleu", "bleu_tok_compound"):

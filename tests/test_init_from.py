@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from conftest import train_command
 from t2t_repro.decoding.loading import load_for_inference
-from t2t_repro.training.api import train
+from t2t_repro.training.api import train_model
 from t2t_repro.config.train import TrainConfig
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -38,7 +38,7 @@ def test_init_from_loads_the_weights_only_and_never_writes_the_source(trained_ru
                        problem="parallel_text", model_dir=str(model_dir), train_steps=1,
                        eval_every_steps=0, train_src=str(data / "train.en"),
                        train_tgt=str(data / "train.de"), init_from=source)
-  result = train(config)
+  result = train_model(config)
   assert result.step == 1 and result.checkpoint.endswith("ckpt-1")
   assert _tree_digest(source) == before  # the source model dir is only read
   with open(model_dir / "vocab.model", "rb") as a, open(f"{source}/vocab.model", "rb") as b:

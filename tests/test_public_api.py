@@ -12,8 +12,9 @@ _ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
 
 PINNED = ["DataConfig", "DecodeConfig", "HParams", "ModelConfig", "OptimizationConfig", "Scorer",
           "SearchConfig", "Tokenizer", "TrainConfig", "TrainResult", "Transformer", "Translator",
-          "average_checkpoints", "beam_search", "export_model", "get_hparams", "get_problem",
-          "list_hparams", "load_for_inference", "sample", "score", "train", "tune_decoding"]
+          "average_checkpoints", "beam_search", "evaluate_translations", "export_model",
+          "get_hparams", "get_problem", "list_hparams", "load_for_inference", "sample",
+          "train_model", "tune_decoding"]
 
 
 def test_the_api_is_pinned():
@@ -31,6 +32,44 @@ def test_every_name_resolves_and_import_stays_light():
   result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_ENV,
                           timeout=300, check=False)
   assert result.returncode == 0 and result.stdout.strip() == str(len(PINNED)), result.stderr[-2000:]
+
+
+def test_no_public_name_changes_meaning_after_importing_any_module():
+  """In a fresh process: every name of __all__ is the same object after importing every
+  module of the package (the `python -m` entry modules included), and none is a module's
+  name; the old names warn and give the new names' values."""
+  code = ("import importlib, pkgutil, warnings, t2t_repro as t\n"
+          "before = {n: getattr(t, n) for n in t.__all__}\n"
+          "modules = [m.name for m in pkgutil.walk_packages(t.__path__, 't2t_repro.')]\n"
+          "for name in modules:\n"
+          "  importlib.import_module(name)\n"
+          "changed = [n for n in t.__all__ if getattr(t, n) is not before[n]]\n"
+          "assert not changed, changed\n"
+          "clashes = sorted(set(t.__all__) & {m.split('.')[1] for m in modules})\n"
+          "assert not clashes, clashes\n"
+          "print(len(modules))\n")
+  result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_ENV,
+                          timeout=300, check=False)
+  assert result.returncode == 0 and int(result.stdout.strip()) > 100, result.stderr[-2000:]
+
+
+def test_old_names_work_with_a_warning():
+  import warnings  # pylint: disable=import-outside-toplevel
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    assert t2t_repro.__getattr__("score") is t2t_repro.evaluate_translations
+  assert [str(w.message) for w in caught] == [
+      "t2t_repro.score is deprecated: use t2t_repro.evaluate_translations (the old name goes in "
+      "the next release)"] and caught[0].category is FutureWarning
+
+
+def test_the_package_root_holds_at_most_ten_modules():
+  """Besides __init__ and the `python -m t2t_repro.<command>` entry modules (and __main__)."""
+  from t2t_repro.commands import launch  # pylint: disable=import-outside-toplevel
+  root = os.path.join(_REPO, "t2t_repro")
+  entries = {f"{name}.py" for name in (*launch.COMMANDS, "__init__", "__main__")}
+  modules = sorted(f for f in os.listdir(root) if f.endswith(".py") and f not in entries)
+  assert len(modules) <= 10, modules
 
 
 def test_the_library_example_runs(shared_data_dir, tmp_path):

@@ -49,10 +49,10 @@ def test_subword_hparams_are_checked():
 
 
 def test_a_training_run_with_bpe_dropout(multi30k_slice, tmp_path):
-  from t2t_repro.training.api import train  # pylint: disable=import-outside-toplevel
+  from t2t_repro.training.api import train_model  # pylint: disable=import-outside-toplevel
   from t2t_repro.config.train import TrainConfig  # pylint: disable=import-outside-toplevel
   data = multi30k_slice
-  result = train(TrainConfig(hparams="tiny", hparams_override="subword_alpha=0.1",
+  result = train_model(TrainConfig(hparams="tiny", hparams_override="subword_alpha=0.1",
                              problem="parallel_text", model_dir=str(tmp_path / "m"),
                              vocab_dir=str(data), train_steps=3, eval_every_steps=3,
                              dev_bleu_lines=0, train_src=str(data / "train.en"),

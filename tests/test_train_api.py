@@ -1,4 +1,4 @@
-"""training.api.train in-process: TrainConfig -> TrainResult, the best checkpoint
+"""training.api.train_model in-process: TrainConfig -> TrainResult, the best checkpoint
 (model_dir/best/), early stopping with patience and averaging at the end."""
 
 import json
@@ -14,7 +14,7 @@ from conftest import tool_path
 from t2t_repro import errors
 from t2t_repro.decoding.translator import DecodeConfig, Translator
 from t2t_repro.training import averaging, preflight
-from t2t_repro.training.api import train
+from t2t_repro.training.api import train_model
 from t2t_repro.training.best import BestCheckpoint, Patience
 from t2t_repro.decoding.loading import load_for_inference
 from t2t_repro.config.train import TrainConfig
@@ -69,7 +69,7 @@ def test_train_in_process_writes_best_stops_early_and_averages(multi30k_slice, t
   model_dir = tmp_path / "model"
   # Dev every 3 updates; an improvement must exceed 100 nats, so only the first evaluation
   # improves and patience 1 stops training at the second one (step 6 of 12).
-  result = train(_config(multi30k_slice, model_dir, train_steps=12, eval_every_steps=3,
+  result = train_model(_config(multi30k_slice, model_dir, train_steps=12, eval_every_steps=3,
                          dev_bleu_lines=4, save_checkpoints_steps=3, save_checkpoints_secs=0,
                          early_stopping=1, min_improvement=100.0, average_last=2,
                          test_bleu_lines=4))
@@ -121,7 +121,7 @@ def test_checkpoints_stay_on_the_save_grid_beside_the_evaluated_steps(multi30k_s
   """--save_checkpoints_steps=2 with a dev evaluation every 3 updates saves 2, 3 (the evaluated
   step, so an interrupted evaluation loses nothing), 4, 6, 8, 9, 10 - not 2, 3, 5, 7, 9, 10."""
   model_dir = tmp_path / "grid"
-  train(_config(multi30k_slice, model_dir, train_steps=10, eval_every_steps=3, dev_bleu_lines=0,
+  train_model(_config(multi30k_slice, model_dir, train_steps=10, eval_every_steps=3, dev_bleu_lines=0,
                 save_checkpoints_steps=2, save_checkpoints_secs=0, best_metric="none"))
   state = tf.train.get_checkpoint_state(str(model_dir))
   steps = [int(p.rsplit("-", 1)[1]) for p in state.all_model_checkpoint_paths]

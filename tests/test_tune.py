@@ -49,7 +49,7 @@ def test_tune_decoding_scores_each_point_as_evaluate_does(trained_run, multi30k_
   alone = Translator(model, tokenizer, DecodeConfig.resolve(
       hparams, beam_size=3, alpha=1.0, decode_extra_length=10))
   hyps = [h[0][1] for h in alone.nbest(sources)]
-  assert choice["grid"][3]["sacrebleu"] == round(evaluation.score(hyps, refs)["sacrebleu"], 2)
+  assert choice["grid"][3]["sacrebleu"] == round(evaluation.evaluate_translations(hyps, refs)["sacrebleu"], 2)
 
 
 def test_tune_writes_decoding_json_and_translate_uses_it(trained_run, multi30k_slice, tmp_path):

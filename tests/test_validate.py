@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from t2t_repro.constants import EOS_ID
 from t2t_repro.decoding.loading import load_for_inference
-from t2t_repro.training.api import train
+from t2t_repro.training.api import train_model
 from t2t_repro.config.train import TrainConfig
 from t2t_repro.training.perplexity import perplexity
 
@@ -57,7 +57,7 @@ def test_trainer_dev_loss_equals_validate_on_the_same_checkpoint(multi30k_slice,
                        dev_bleu_lines=0, log_every_steps=2, train_src=str(data / "train.en"),
                        train_tgt=str(data / "train.de"), dev_src=str(data / "dev.en"),
                        dev_tgt=str(data / "dev.de"))
-  result = train(config)
+  result = train_model(config)
   out = tmp_path / "v.json"
   proc = subprocess.run([sys.executable, "-m", "t2t_repro.validate", f"--model_dir={tmp_path / 'm'}",
                          f"--output_json={out}", "--batch_tokens=700"], capture_output=True,

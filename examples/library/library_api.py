@@ -1,7 +1,7 @@
 """The library API end to end (`t2t_repro.__all__` only, no command): train a `tiny` model for
-a few updates, translate with beam search, choose beam size and alpha on dev, score a
-translation's log-probability, average the checkpoints and export a SavedModel that
-translates raw text.
+a few updates, translate text with beam search, choose beam size and alpha on dev (recorded
+in the model dir, as the tune command does), score a translation's log-probability, and
+export the averaged checkpoints as a SavedModel that translates raw text.
 
   python examples/library/library_api.py --data_dir=../shared/data --work_dir=runs/library
 
@@ -39,34 +39,36 @@ def main():
   model_dir = os.path.join(args.work_dir, "model")
 
   # 1. Train: the settings are a TrainConfig (the train command's flags), the model an hparam set.
-  print("hparams:", t.get_hparams("tiny", "vocab_size=500").d_model, "wide")
-  result = t.train(t.TrainConfig(
-      model_dir=model_dir, hparams="tiny", hparams_override="vocab_size=500",
+  print("hparams:", t.get_hparams("tiny", vocab_size=500).d_model, "wide")
+  result = t.train_model(t.TrainConfig(
+      model_dir=model_dir, hparams="tiny", hparams_override={"vocab_size": 500},
       problem="parallel_text", train_src=files["train", "en"], train_tgt=files["train", "de"],
       dev_src=files["dev", "en"], dev_tgt=files["dev", "de"], train_steps=args.train_steps,
       save_checkpoints_steps=20, eval_every_steps=0, dev_bleu_lines=0, average_last=3))
   print(f"trained to update {result.step}; averaged model: {result.averaged}")
 
-  # 2. Translate with beam search (DecodeConfig.resolve: the model's hparams unless given).
-  model, hparams, tokenizer = t.load_for_inference(model_dir)
-  translator = t.Translator(model, tokenizer, t.DecodeConfig.resolve(hparams, beam_size=2))
+  # 2. Translate text with beam search (the other settings: the model dir's own).
+  translator = t.Translator.from_model_dir(model_dir, beam_size=2)
   print("translation:", translator.translate(["A dog runs in the snow."])[0])
 
-  # 3. Choose beam size and alpha on dev, and score the dev translations with sacreBLEU.
+  # 3. Choose beam size and alpha on dev (written to the model dir's decoding.json, which
+  #    Translator.from_model_dir and the commands then use), and the dev sacreBLEU.
   sources = open(files["dev", "en"], encoding="utf-8").read().splitlines()[:20]
   refs = open(files["dev", "de"], encoding="utf-8").read().splitlines()[:20]
   choice = t.tune_decoding(translator, sources, refs, beam_sizes=(1, 2), alphas=(0.6,))
-  print(f"chosen on dev: beam {choice['beam_size']}, alpha {choice['alpha']:g}")
-  print("dev sacreBLEU:", round(t.score(translator.translate(sources), refs)["sacrebleu"], 2))
+  tuned = t.Translator.from_model_dir(model_dir)
+  print(f"chosen on dev: beam {tuned.config.beam_size}, alpha {tuned.config.alpha:g}")
+  scores = t.evaluate_translations(tuned.translate(sources), refs)
+  print("dev sacreBLEU:", round(scores["sacrebleu"], 2))
+  assert (tuned.config.beam_size, tuned.config.alpha) == (choice["beam_size"], choice["alpha"])
 
   # 4. The log-probability of a given translation (teacher forcing, natural log, EOS included).
-  scorer = t.Scorer(model, batch_tokens=1024)
-  source, target = tokenizer.encode(sources[0]).numpy(), tokenizer.encode(refs[0]).numpy()
-  print("log P(ref | src):", round(float(scorer.score_ids([source], [target])[0].sum()), 3))
+  scorer = t.Scorer.from_model_dir(model_dir)
+  print("log P(ref | src):", round(scorer.score(sources[:1], refs[:1])[0], 3))
 
-  # 5. A SavedModel that translates raw text.
-  export_dir = t.export_model(os.path.dirname(result.averaged),
-                              os.path.join(args.work_dir, "export", "1"), overwrite=True)
+  # 5. A SavedModel of the averaged checkpoints that translates raw text.
+  export_dir = t.export_model(result.averaged_dir, os.path.join(args.work_dir, "export", "1"),
+                              overwrite=True)
   print("exported:", export_dir)
 
 

@@ -114,7 +114,7 @@ def run_lever(name, args):
     runlib.run(translate, log)
     with open(os.path.join(model_dir, f"validate_{variant}.json"), encoding="utf-8") as f:
       nll = json.load(f)["nll"]
-    bleu = evaluation.score_files(os.path.join(model_dir, f"val_{variant}.hyp.de"), [ref])
+    bleu = evaluation.evaluate_files(os.path.join(model_dir, f"val_{variant}.hyp.de"), [ref])
     scores[variant] = {"dev_nll": round(nll, 4), "val_sacrebleu": round(bleu["sacrebleu"], 2),
                        "val_bleu_lc_tok": round(bleu["bleu_lc_tok"], 2)}
   return {"lever": name, "what": LEVERS[name][2], "settings": settings(args),

@@ -254,7 +254,7 @@ def run_row(row, seed, args):
     hyps = f.read().split("\n")[:-1]
   with open(os.path.join(args.data_dir, "multi30k", "val.de"), encoding="utf-8") as f:
     refs = f.read().split("\n")[:-1]
-  scores = evaluation.score(hyps, [refs], tgt_lang="de")
+  scores = evaluation.evaluate_translations(hyps, [refs], tgt_lang="de")
   return {
       "row": row.name, "group": row.group, "seed": seed, "protocol": args.protocol,
       "settings": settings(args),

@@ -43,7 +43,7 @@ def main(argv):
   except urllib.error.URLError as e:  # offline, or a URL that cannot be fetched
     raise errors.DataError(str(e.reason)) from None
   except OSError as e:  # a write error
-    if errors.describe(e) is not None:
+    if errors.exit_line(e) is not None:
       raise
     raise errors.DataError(str(e)) from None
   print(f"{len(written)} files written under {data_dir}")

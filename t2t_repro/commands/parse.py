@@ -19,7 +19,7 @@ Five modes:
       --predictions=pred.tgt --output=trees.txt
 
   # (d) everything, end to end: prepare -> bracket-aware vocabulary ->
-  #     train (training.api.train, in this process) -> decode test and
+  #     train (training.api.train_model, in this process) -> decode test and
   #     dev (beam 21, alpha 0.3, input + 300; constrained to well-formed
   #     trees over the input words, t2t_repro.parsing.constraint) ->
   #     delinearize -> EVALB. With --train_flags=--average_last=N the averaged

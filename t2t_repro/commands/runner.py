@@ -9,7 +9,7 @@ and the exit status says what kind it was (`t2t_repro.errors`):
 
 * 2, usage: `errors.UsageError` (`hparams.HParamsError`, `decoding.loading.EnsembleError`)
   and absl's own flag errors (an unknown flag, `--train_steps=abc`, a failed validator);
-* 1, data: `errors.DataError` and the OS errors `errors.describe` lists;
+* 1, data: `errors.DataError` and the OS errors `errors.exit_line` lists;
 * 130, interrupted: Ctrl-C outside a phase that handles it (no traceback).
 
 `--debug` prints the Python traceback before that line. Any other exception is a bug and
@@ -29,12 +29,12 @@ from t2t_repro.commands import config_flags
 flags.DEFINE_bool("debug", False, "Print the Python traceback of a user error before its one-line message.")
 
 
-def _describe(error):
+def _exit_line(error):
   """(exit status, one-line message) of a user error, or None for a bug. A setting the
   message names (`errors.SETTING_MARK`) is written as the command's flag, --name."""
   if isinstance(error, (app.UsageError, flags.Error)):
     return errors.USAGE_EXIT, str(error)
-  return errors.describe(error, setting_name=_flag_name)
+  return errors.exit_line(error, setting_name=_flag_name)
 
 
 def _flag_name(name):
@@ -90,7 +90,7 @@ def run(main, command=None):
         raise
       raise _Failed(errors.INTERRUPT_EXIT, "interrupted") from None
     except Exception as e:  # pylint: disable=broad-except
-      described = _describe(e)
+      described = _exit_line(e)
       if described is None:
         raise
       if flags.FLAGS.debug:

@@ -113,10 +113,6 @@ def header():
                    if flag is None or getattr(FLAGS, flag)) + "\n"
 
 
-def _encode(tokenizer, lines):
-  return [np.asarray(row, np.int32) for row in tokenizer.encode(lines).to_list()] if lines else []
-
-
 def main(argv):
   if len(argv) > 1:
     raise errors.UsageError(f"unexpected arguments: {argv[1:]}")
@@ -128,7 +124,7 @@ def main(argv):
   config = decode_config.DecodeConfig.resolve(
       hparams, **config_flags.values(decode_config.DecodeConfig))
   started = time.monotonic()
-  scorer = scoring.Scorer(model, config.decode_batch_tokens)
+  scorer = scoring.Scorer(model, config.decode_batch_tokens, tokenizer)
   normalize = lambda total, length: scoring.normalized(total, length, config.alpha)
   pairs = pieces = 0
   nll = 0.0
@@ -137,7 +133,7 @@ def main(argv):
       out.write(header().encode("utf-8"))
     for first, sources, targets in _pair_chunks(FLAGS.src, FLAGS.tgt):
       logging.info("scoring pairs %s-%s", f"{first:,}", f"{first + len(sources) - 1:,}")
-      src_ids, tgt_ids = _encode(tokenizer, sources), _encode(tokenizer, targets)
+      src_ids, tgt_ids = scorer.encode(sources), scorer.encode(targets)
       try:
         scorer.check_lengths(src_ids, tgt_ids, range(first, first + len(sources)))
       except ValueError as e:

@@ -36,7 +36,7 @@ model's.
 
 This command only defines the flags, generated from the fields of
 `config.train.TrainConfig` (name, type, default, help and choices live there); the run
-is `training.api.train(config)`, which a library caller uses directly.
+is `training.api.train_model(config)`, which a library caller uses directly.
 """
 
 from absl import flags
@@ -45,7 +45,7 @@ from t2t_repro import errors
 from t2t_repro.config import hparams as hparams_lib
 from t2t_repro.commands import config_flags
 from t2t_repro.data.problems import list_problems
-from t2t_repro.training.api import train
+from t2t_repro.training.api import train_model
 from t2t_repro.config.train import TrainConfig
 
 FLAGS = flags.FLAGS
@@ -70,7 +70,7 @@ def config_from_flags():
   return TrainConfig(**config_flags.values(TrainConfig))
 
 
-def describe_hparams():
+def registered_sets_text():
   """One line per registered set: name, parent and description (--list_hparams)."""
   lines = []
   for name in hparams_lib.list_hparams():
@@ -84,7 +84,7 @@ def main(argv):
   if len(argv) > 1:
     raise errors.UsageError(f"unexpected arguments: {argv[1:]}")
   if FLAGS.list_hparams:
-    print(describe_hparams())
+    print(registered_sets_text())
     return
   if FLAGS.describe:
     from t2t_repro.config import describe  # pylint: disable=import-outside-toplevel
@@ -94,4 +94,4 @@ def main(argv):
                                  average_last=config.average_last)
     print(describe.hparams_table(hp, config.hparams))
     return
-  train(config_from_flags())
+  train_model(config_from_flags())

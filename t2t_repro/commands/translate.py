@@ -221,6 +221,6 @@ def main(argv):
     sys.stdout.writelines(line + "\n" for line in out)
   if FLAGS.evaluate:
     hyps = [hyps[0][1] for hyps in nbest]
-    scores = evaluation.score(hyps, refs, tgt_lang=_target_lang(FLAGS.ref[0]))
+    scores = evaluation.evaluate_translations(hyps, refs, tgt_lang=_target_lang(FLAGS.ref[0]))
     print(evaluation.format_scores(scores))
   sys.stdout.flush()

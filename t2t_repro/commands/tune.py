@@ -76,9 +76,7 @@ def main(argv):
   logging.info("tuning on %s (%d lines): beam sizes %s x alphas %s, %s", data, len(sources),
                beam_sizes, alphas, FLAGS.metric)
   choice = tuning.tune_decoding(translator, sources, references, beam_sizes, alphas,
-                                FLAGS.metric, tgt_lang)
-  choice.update(dev=data, checkpoint=paths[0])
+                                FLAGS.metric, tgt_lang, FLAGS.model_dir, data, paths[0])
   print(tuning.format_grid(choice))
-  tuning.write_choice(FLAGS.model_dir, choice)
   print(f"chose beam_size {choice['beam_size']}, alpha {choice['alpha']:g} ({FLAGS.metric} "
         f"{choice['value']:.2f} on {data}); wrote {os.path.join(FLAGS.model_dir, DECODING_FILE)}")

@@ -253,7 +253,13 @@ def _parse_value(name, text):
 
 
 def parse_overrides(overrides):
-  """Parses "k=v,k2=v2" into a typed dict; raises HParamsError naming a bad key or value."""
+  """Parses "k=v,k2=v2" (--hparams_override) into a typed dict; a dict (the library's way,
+  {"dropout": 0.3}) is taken as it is, its keys checked. Raises HParamsError naming a bad key
+  or value."""
+  if isinstance(overrides, dict):
+    values = _renamed(overrides, "`hparams_override`")
+    _check_keys(values, "`hparams_override`")
+    return values
   result = {}
   for item in filter(None, (s.strip() for s in (overrides or "").split(","))):
     if "=" not in item:
@@ -265,7 +271,7 @@ def parse_overrides(overrides):
   return result
 
 
-def describe(name_or_path, hp):
+def changes_text(name_or_path, hp):
   """"name, k=v, ...": the set (or file) `hp` was resolved from and, in field order, the
   values of `hp` that differ from it (what --hparams_override and the train command's
   --train_steps / --batch_tokens changed), for the startup block."""
@@ -278,7 +284,8 @@ def get_hparams(name_or_path="base", overrides="", **values):
 
   Args:
     name_or_path: a name from `list_hparams()` or a path to a .json file.
-    overrides: "key=value,..." with values parsed to each field's type (--hparams_override).
+    overrides: "key=value,..." with values parsed to each field's type (--hparams_override),
+      or a dict of values ({"dropout": 0.3}).
     **values: typed field values applied last, as they are (the train command's
       --train_steps, --batch_tokens and --average_last; None values are skipped).
 

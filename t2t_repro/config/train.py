@@ -2,12 +2,13 @@
 
 `python -m t2t_repro.train` generates one flag per field (same name, type, default, help
 and choices) and builds a `TrainConfig` from them; a library caller (e.g. `parsing.pipeline`) builds
-one directly and calls `training.api.train(config)`, like fairseq's `main(cfg)` or
+one directly and calls `training.api.train_model(config)`, like fairseq's `main(cfg)` or
 Model Garden's `run_experiment(params)`. `flags.json` in the model dir records
 `dataclasses.asdict(config)`.
 """
 
 import dataclasses
+import os
 from typing import Optional
 
 from t2t_repro import errors
@@ -37,7 +38,9 @@ class TrainConfig:
   """
   model_dir: Optional[str] = _field(None, "Output folder: checkpoints, hparams, vocab, TensorBoard.")
   hparams: str = _field("base", "Hparam set name or path to a .json file.")
-  hparams_override: str = _field("", "Comma-separated key=value overrides, e.g. dropout=0.3.")
+  hparams_override: str | dict = _field(
+      "", "Comma-separated key=value overrides, e.g. dropout=0.3 (in Python also a dict, "
+      "{\"dropout\": 0.3}).")
   problem: str = _field("translate_ende_wmt14", "Named data source.")
   data_dir: Optional[str] = _field(None, "Local data folder (default: $T2T_DATA_DIR).")
   vocab_dir: Optional[str] = _field(
@@ -150,7 +153,7 @@ class TrainConfig:
 
 @dataclasses.dataclass
 class TrainResult:
-  """What `training.api.train` returns.
+  """What `training.api.train_model` returns.
 
   Attributes:
     step: the optimizer step reached.
@@ -158,7 +161,7 @@ class TrainResult:
     train: stats of the last update ("loss", "nll", "grad_norm", ...), {} if none ran.
     dev: stats of the last dev evaluation ("step", "loss", "nll", "ppl" [, "bleu",
       "bleu_lines"]), {} if none ran.
-    test: `evaluation.score` of the test BLEU (of the averaged model with
+    test: `evaluation.evaluate_translations` of the test BLEU (of the averaged model with
       average_last), or None.
     test_description: what `test` was computed on, "" if none.
     stopped: the signal name ("SIGINT"/"SIGTERM") that stopped training, or None.
@@ -179,3 +182,9 @@ class TrainResult:
   best: Optional[dict] = None
   averaged: Optional[str] = None
   ema: Optional[dict] = None
+
+  @property
+  def averaged_dir(self):
+    """The model dir of `averaged` (`{model_dir}/averaged/`, what `export_model` and
+    `Translator.from_model_dir` take), or None."""
+    return os.path.dirname(self.averaged) if self.averaged else None

@@ -14,10 +14,13 @@ Pairs are batched by the one decoding batcher (`data.batching.length_sorted_batc
 padded tokens of the longer side per batch); results come back in input order.
 """
 
+import numpy as np
 import tensorflow as tf
 
+from t2t_repro.config.decode import DecodeConfig
 from t2t_repro.constants import PAD_ID
 from t2t_repro.data import batching
+from t2t_repro.decoding import loading
 from t2t_repro.decoding.beam_search import length_penalty
 from t2t_repro.decoding.ensemble import Ensemble, average_log_probs
 
@@ -42,21 +45,67 @@ def piece_log_probs(model, inputs, targets):
 
 
 class Scorer:
-  """Scores id pairs with one model or ensemble.
+  """Scores (source, target) pairs with one model or ensemble: text (`score`) or ids
+  (`score_ids`).
+
+  >>> Scorer.from_model_dir("runs/m").score(["A dog."], ["Ein Hund."])  # doctest: +SKIP
+  [-3.52...]
 
   Args:
     model: a `Transformer` or an `Ensemble` with restored weights.
-    batch_tokens: padded tokens of the longer side per batch [tokens].
+    batch_tokens: padded tokens of the longer side per batch [tokens] (the `score`
+      command's `decode_batch_tokens`).
+    tokenizer: its `data.vocab.Tokenizer`, for `score` and `encode` (None: ids only).
   """
 
-  def __init__(self, model, batch_tokens):
+  def __init__(self, model, batch_tokens=DecodeConfig.decode_batch_tokens, tokenizer=None):
     if batch_tokens < 1:
       raise ValueError(f"batch_tokens must be >= 1, got {batch_tokens}")
     self.model = model
     self.batch_tokens = batch_tokens
+    self.tokenizer = tokenizer
     spec = tf.TensorSpec([None, None], tf.int32)
     self._log_probs = tf.function(lambda x, y: piece_log_probs(model, x, y),
                                   input_signature=[spec, spec], autograph=False)
+
+  @classmethod
+  def from_model_dir(cls, model_dir, checkpoint_path=None,
+                     batch_tokens=DecodeConfig.decode_batch_tokens):
+    """The scorer of a trained model dir (`load_for_inference`), with its tokenizer."""
+    model, _, tokenizer = loading.load_for_inference(model_dir, checkpoint_path)
+    return cls(model, batch_tokens, tokenizer)
+
+  def encode(self, lines):
+    """list[str] -> list of int32 numpy id arrays, each ending with EOS.
+
+    Raises:
+      ValueError: the scorer has no tokenizer.
+    """
+    if self.tokenizer is None:
+      raise ValueError("a Scorer without a tokenizer scores ids only (`score_ids`); build it "
+                       "with `Scorer.from_model_dir` or give the tokenizer")
+    return [np.asarray(row, np.int32) for row in self.tokenizer.encode(lines).to_list()] \
+        if lines else []
+
+  def score(self, sources, targets):
+    """log P(target | source) of each pair of text lines [nats, natural log, EOS included],
+    the `score` command's first column.
+
+    Args:
+      sources, targets: equal-length lists of str (one sentence each).
+
+    Returns:
+      list (input order) of float.
+
+    Raises:
+      ValueError: lists of different lengths, no tokenizer (`encode`), or a pair longer
+        than the model's max_positions (`check_lengths`, naming its line from 1).
+    """
+    if len(sources) != len(targets):
+      raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
+    source_ids, target_ids = self.encode(sources), self.encode(targets)
+    self.check_lengths(source_ids, target_ids, range(1, len(sources) + 1))
+    return [float(np.sum(p, dtype=np.float64)) for p in self.score_ids(source_ids, target_ids)]
 
   def check_lengths(self, sources, targets, line_numbers):
     """Raises ValueError naming the first pair longer than the model's max_positions."""

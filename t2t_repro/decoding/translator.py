@@ -39,7 +39,7 @@ from absl import logging
 from t2t_repro import errors
 from t2t_repro.constants import EOS_ID, PAD_ID
 from t2t_repro.data import batching
-from t2t_repro.decoding import beam_search, sampling
+from t2t_repro.decoding import beam_search, loading, sampling
 from t2t_repro.config.decode import DecodeConfig, check_positions
 from t2t_repro.decoding.prefix import TargetPrefix, max_output_lengths
 
@@ -79,6 +79,32 @@ class Translator:
     self.tokenizer = tokenizer
     self.config = config
     self.constraint = constraint
+    self.model_dir = None  # the model dir it was loaded from (`from_model_dir`), or None
+
+  @classmethod
+  def from_model_dir(cls, model_dir, checkpoint_path=None, inference_dtype="float32",
+                     **settings):
+    """The translator of a trained model dir, text in, text out (fairseq's
+    `from_pretrained(...).translate(...)`):
+
+    >>> Translator.from_model_dir("runs/m", beam_size=5).translate(["A dog."])  # doctest: +SKIP
+
+    Args:
+      model_dir: a model dir (a run, its best/ or averaged/), `load_for_inference`.
+      checkpoint_path: a checkpoint prefix; None: the latest.
+      inference_dtype: "float32" or "bfloat16" (`load_for_inference`).
+      **settings: `DecodeConfig` fields as values (beam_size=5, n_best=2, ...); the others
+        are the model dir's: what `tune` chose (decoding.json), else its hparams
+        (`DecodeConfig.resolve`).
+
+    Raises:
+      errors.UsageError: a setting out of range; the errors of `load_for_inference`.
+    """
+    model, hparams, tokenizer = loading.load_for_inference(model_dir, checkpoint_path,
+                                                           inference_dtype)
+    translator = cls(model, tokenizer, DecodeConfig.resolve(hparams, **settings))
+    translator.model_dir = model_dir
+    return translator
 
   def search(self, inputs, prefixes=None, line_ids=None):
     """Graph-building decoding of one padded batch (for tf.functions, e.g. the export):

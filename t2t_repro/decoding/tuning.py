@@ -56,21 +56,29 @@ def grid_search(translator, grid, evaluate):
 
 
 def tune_decoding(translator, sources, references, beam_sizes=(4, 5), alphas=(0.6, 1.0),
-                  metric="sacrebleu", tgt_lang="de"):
-  """Translates `sources` at every beam size x alpha and scores them against `references`.
+                  metric="sacrebleu", tgt_lang="de", model_dir=None, dev="dev", checkpoint=None):
+  """Translates `sources` at every beam size x alpha, scores them against `references` and
+  records the choice in the model dir as the `tune` command does.
 
   Args:
     translator: a `Translator` (left at the chosen settings).
     sources, references: list[str] of the dev set, line-aligned.
     beam_sizes: ints >= 1; alphas: floats >= 0 (the GNMT length penalty, Wu et al. 2016).
-    metric: the key of `evaluation.score` maximized: "sacrebleu" (cased, 13a), "chrf" or
+    metric: the key of `evaluation.evaluate_translations` maximized: "sacrebleu" (cased, 13a), "chrf" or
       "bleu_lc_tok" (lowercased Moses-tokenized BLEU).
     tgt_lang: the target language of the tokenized BLEU.
+    model_dir: the model dir whose `decoding.json` records the choice (`write_choice`), which
+      `translate`, `Translator.from_model_dir` and the other decoding commands then use by
+      default; default: the translator's own (`Translator.from_model_dir`); None with a
+      translator built otherwise: nothing is written.
+    dev, checkpoint: what the choice was made on, recorded with it ("dev" and None: not
+      named).
 
   Returns:
     dict: "beam_size", "alpha" (the choice), "metric", "value", "lines" (dev lines) and
     "grid": one row per point, {"beam_size", "alpha", "value", "seconds", "sacrebleu",
-    "chrf", "bleu_lc_tok"}, beam sizes outer, alphas inner.
+    "chrf", "bleu_lc_tok"}, beam sizes outer, alphas inner; "dev" and "checkpoint" as
+    recorded.
 
   Raises:
     ValueError: an unknown metric, an empty grid, or sources and references of different
@@ -84,14 +92,19 @@ def tune_decoding(translator, sources, references, beam_sizes=(4, 5), alphas=(0.
 
   def evaluate(current):
     hyps = [hyps[0][1] for hyps in current.nbest(sources)]
-    scores.append(evaluation.score(hyps, references, tgt_lang=tgt_lang))
+    scores.append(evaluation.evaluate_translations(hyps, references, tgt_lang=tgt_lang))
     return scores[-1][metric], None
 
   best, _, rows = grid_search(translator, [(b, a) for b in beam_sizes for a in alphas], evaluate)
   for row, score in zip(rows, scores):
     row.update({key: round(score[key], 2) for key in METRICS})
-  return {"beam_size": best["beam_size"], "alpha": best["alpha"], "metric": metric,
-          "value": round(best["value"], 2), "lines": len(sources), "grid": rows}
+  choice = {"beam_size": best["beam_size"], "alpha": best["alpha"], "metric": metric,
+            "value": round(best["value"], 2), "lines": len(sources), "grid": rows, "dev": dev,
+            "checkpoint": checkpoint}
+  model_dir = model_dir or getattr(translator, "model_dir", None)
+  if model_dir:
+    write_choice(model_dir, choice)
+  return choice
 
 
 def format_grid(choice):

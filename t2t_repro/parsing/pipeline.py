@@ -4,7 +4,7 @@ decode with the well-formed-tree constraint, delinearize, score with EVALB.
 Data preparation is `t2t_repro.parsing.prepare`, the bracket-aware vocabulary and the
 decoding constraint `t2t_repro.parsing.bracket_vocab`, the decoding itself the
 project's one path, `t2t_repro.decoding.translator.Translator`, the training
-`training.api.train` on a `TrainConfig` (`train_config`).
+`training.api.train_model` on a `TrainConfig` (`train_config`).
 
 Each step returns its results and prints nothing; the parse command
 (`t2t_repro.commands.parse`) runs the steps, prints them and records them in the model
@@ -228,7 +228,7 @@ def learn_vocab(model_dir, data_dir, leaves, vocab_size):
 
 
 def train_parser(config):
-  """Trains the parser in this process (`training.api.train`).
+  """Trains the parser in this process (`training.api.train_model`).
 
   Returns:
     (seconds: float, the trainer's wall time; result: its `config.train.TrainResult`).
@@ -236,9 +236,9 @@ def train_parser(config):
   Raises:
     errors.UsageError, errors.DataError: a bad setting or unusable data (``train``).
   """
-  from t2t_repro.training.api import train  # pylint: disable=import-outside-toplevel
+  from t2t_repro.training.api import train_model  # pylint: disable=import-outside-toplevel
   start = time.monotonic()
-  result = train(config)
+  result = train_model(config)
   return time.monotonic() - start, result
 
 

@@ -1,11 +1,11 @@
-"""Training as a library call: `train(TrainConfig(...)) -> TrainResult`.
+"""Training as a library call: `train_model(TrainConfig(...)) -> TrainResult`.
 
 The train command (`python -m t2t_repro.train`) is this function behind flags; a
 library caller (e.g. `parsing.pipeline.train_parser`) calls it in-process:
 
-  from t2t_repro.training.api import train
+  from t2t_repro.training.api import train_model
   from t2t_repro.config.train import TrainConfig
-  result = train(TrainConfig(model_dir="runs/x", hparams="tiny",
+  result = train_model(TrainConfig(model_dir="runs/x", hparams="tiny",
                              problem="translate_ende_multi30k", train_steps=100))
   print(result.step, result.checkpoint, result.dev, result.best)
 
@@ -40,7 +40,7 @@ def _make_strategy(config):
     raise errors.UsageError(errors.marked(e)) from None
 
 
-def train(config):
+def train_model(config):
   """Trains (or resumes) the run of `config.model_dir`.
 
   Args:
@@ -92,7 +92,7 @@ def train(config):
                       model_dir, restored)
     elif init:
       preflight.initialize_weights(trainer, init[0])
-    run_info = {"hparams": hparams_lib.describe(config.hparams, hp),
+    run_info = {"hparams": hparams_lib.changes_text(config.hparams, hp),
                 "vocab": model_dir.vocab_path, "restored": restored,
                 "init_from": None if restored or not init else init[0],
                 "flags": dataclasses.asdict(config), "update_changed": update_changed,

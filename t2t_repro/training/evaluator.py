@@ -23,12 +23,12 @@ def bleu(model, hparams, tokenizer, split, num_lines, target_lang):
     target_lang: language code for sacreBLEU's tokenizer choice.
 
   Returns:
-    (scores (`evaluation.score`), translations: list[str]).
+    (scores (`evaluation.evaluate_translations`), translations: list[str]).
   """
   sources = split.sources[:num_lines] if num_lines > 0 else split.sources
   references = split.targets[:num_lines] if num_lines > 0 else split.targets
   hyps = Translator(model, tokenizer, DecodeConfig.resolve(hparams)).translate(sources)
-  return evaluation.score(hyps, [references], tgt_lang=target_lang), hyps
+  return evaluation.evaluate_translations(hyps, [references], tgt_lang=target_lang), hyps
 
 
 class Evaluator:
