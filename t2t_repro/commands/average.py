@@ -24,6 +24,7 @@ from absl import flags
 from t2t_repro import errors
 from t2t_repro.commands import config_flags
 from t2t_repro.commands import shared_flags
+from t2t_repro.config.train import TrainConfig
 from t2t_repro.model_dir import ModelDir
 
 FLAGS = flags.FLAGS
@@ -34,10 +35,10 @@ def define_flags():
                                  required=False)
   flags.DEFINE_list("checkpoints", None, "Explicit checkpoint prefixes (or names relative to "
                     "--model_dir), comma separated.")
-  flags.DEFINE_integer("average_last", None, "How many of the last checkpoints (default: the "
-                       "hparam average_last of the model dir; paper 5 base, 20 big).")
+  config_flags.define(TrainConfig, names=["average_last"], none_defaults=True, help_overrides={
+      "average_last": "How many of the last checkpoints (default: the hparam average_last of "
+                      "the model dir; paper 5 base, 20 big)."})  # and its old name --num_last
   flags.register_validator("average_last", lambda n: n is None or n >= 1, "must be >= 1")
-  config_flags.define_deprecated_alias("num_last")
   flags.DEFINE_string("output_dir", None, "New folder for the averaged model dir.")
 
 

@@ -26,7 +26,7 @@ from t2t_repro.config import settings
 # the input and output go, what to print, modes of one command.
 COMMAND_ONLY_FLAGS = frozenset({
     # shared_flags
-    "model_dir", "checkpoint_path", "inference_dtype",
+    "checkpoint_path", "inference_dtype",
     # train
     "list_hparams", "describe",
     # translate
@@ -40,7 +40,7 @@ COMMAND_ONLY_FLAGS = frozenset({
     # summary
     "length",
     # average
-    "output_dir", "checkpoints", "average_last",
+    "output_dir", "checkpoints",
     # parse
     "mode", "ptb_dir", "gold", "test", "splits", "augment_copies", "augment_rate", "alphas",
     "train_flags", "decode_splits", "bracket_vocab", "constrained", "leaves", "max_sentences",
@@ -53,11 +53,6 @@ COMMAND_ONLY_FLAGS = frozenset({
     "model_base_path", "model_name", "model_config_file", "rest_api_port", "rest_api_host",
     "max_batch_size", "max_batch_tokens", "batch_timeout_micros", "max_enqueued_batches",
     "max_request_bytes",
-    # Named as a TrainConfig or HParams field but defined by the command itself, with its
-    # own default or help (summary's and stats' vocab_size, parse's train_steps, ...).
-    "hparams", "hparams_override", "vocab_size", "max_length", "batch_tokens", "data_dir",
-    "problem", "seed", "train_steps", "train_minutes", "eval_every_steps", "cache_examples_mb",
-    "vocab_dir", "train_src", "train_tgt", "dev_src", "dev_tgt", "test_src", "test_tgt",
 })
 
 
@@ -96,7 +91,7 @@ def flag_text(text, is_flag):
 
 
 def define(config_class, names=None, none_defaults=False, help_overrides=None,
-           extra_help=None, flag_values=flags.FLAGS):
+           extra_help=None, defaults=None, flag_values=flags.FLAGS):
   """Defines one absl flag per field of `config_class`.
 
   Args:
@@ -105,6 +100,8 @@ def define(config_class, names=None, none_defaults=False, help_overrides=None,
     none_defaults: every flag's default is None ("not given") instead of the field's.
     help_overrides: {name: help} replacing a field's help for this command.
     extra_help: {name: text} appended to a field's help.
+    defaults: {name: value} replacing a field's default for this command (parse trains
+      `parsing_small`).
     flag_values: the absl FlagValues to define them in.
   """
   fields = {f.name: f for f in dataclasses.fields(config_class)}
@@ -112,7 +109,7 @@ def define(config_class, names=None, none_defaults=False, help_overrides=None,
     field = fields[name]
     help_text = (help_overrides or {}).get(name, field.metadata["help"])
     help_text = flag_text(help_text + (extra_help or {}).get(name, ""), fields.__contains__)
-    default = None if none_defaults else field.default
+    default = (defaults or {}).get(name, None if none_defaults else field.default)
     kind = settings.field_kind(field)
     if "choices" in field.metadata:
       flags.DEFINE_enum(name, default, list(field.metadata["choices"]), help_text,

@@ -15,13 +15,16 @@ import urllib.error
 from absl import flags
 
 from t2t_repro import errors
+from t2t_repro.commands import config_flags
+from t2t_repro.config.train import TrainConfig
 from t2t_repro.data import download, problems
 
 FLAGS = flags.FLAGS
 
 
 def define_flags():
-  flags.DEFINE_string("data_dir", None, f"Destination (default: ${problems.DATA_DIR_ENV}).")
+  config_flags.define(TrainConfig, names=["data_dir"], help_overrides={
+      "data_dir": f"Destination (default: ${problems.DATA_DIR_ENV})."})
   flags.DEFINE_string("source_url_base", None,
                       "Mirror base URL replacing 'scheme://' of every source, e.g. file:///mirror.")
   flags.DEFINE_bool("tfds", True, "Prepare the TFDS training text of the WMT14 problems.")

@@ -64,6 +64,10 @@ from t2t_repro.config.train import TrainConfig
 FLAGS = flags.FLAGS
 
 
+def _field_help(name):
+  return next(f.metadata["help"] for f in dataclasses.fields(TrainConfig) if f.name == name)
+
+
 def define_flags():
   _define_mode_flags()
   _define_decode_flags()
@@ -120,21 +124,16 @@ def _define_mode_flags():
   shared_flags.define_model_dir(
       "train, decode: the model directory (created by train); decode: several, "
       "comma-separated, decode as one ensemble (outputs go to the first).", required=False)
-  flags.DEFINE_string("data_dir", None,
-                      "train, decode: folder of prepare's outputs (default: "
-                      "MODEL_DIR/data; train runs prepare into it).")
-  flags.DEFINE_string("hparams", "parsing_small",
-                      "train: hparam set name or .json path.")
-  flags.DEFINE_string("hparams_override", "",
-                      "train: comma-separated key=value hparam overrides.")
-  flags.DEFINE_float("train_minutes", 0.0,
-                     "train: wall-time cap of the trainer [minutes] (0: none, "
-                     "train_steps decides).")
-  flags.DEFINE_integer("train_steps", None,
-                       "train: optimizer updates (default: the hparam set's).")
-  flags.DEFINE_integer("eval_every_steps", 500,
-                       "train: dev loss every N updates (0: off).")
-  flags.DEFINE_integer("seed", 1234, "train: the trainer's seed.")
+  # The trainer's settings, from `TrainConfig`'s fields ("train: " and the field's help).
+  trainer = ("hparams", "hparams_override", "train_minutes", "train_steps", "eval_every_steps",
+             "seed")
+  config_flags.define(
+      TrainConfig, names=["data_dir", *trainer],
+      defaults={"hparams": "parsing_small", "eval_every_steps": 500},
+      help_overrides={
+          "data_dir": "train, decode: folder of prepare's outputs (default: MODEL_DIR/data; "
+                      "train runs prepare into it).",
+          **{name: "train: " + _field_help(name) for name in trainer}})
   flags.DEFINE_list("train_flags", [],
                     "train: more trainer flags (as python -m t2t_repro.train takes them), e.g. "
                     "--train_flags=--save_checkpoints_steps=500.")

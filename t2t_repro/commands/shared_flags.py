@@ -1,5 +1,5 @@
-"""Flags that several commands take, defined here once: --model_dir, --checkpoint_path and
---inference_dtype.
+"""Flags that several commands take, defined here once: --model_dir (`TrainConfig`'s field),
+--checkpoint_path and --inference_dtype.
 
 The decoding flags (--beam_size, --alpha, ...) are generated from `DecodeConfig`'s fields
 (`config_flags.define`), validated by their own range checks. Checks run when absl parses the command
@@ -9,7 +9,9 @@ is loaded.
 
 from absl import flags
 
+from t2t_repro.commands import config_flags
 from t2t_repro.config import decode as decode_config
+from t2t_repro.config.train import TrainConfig
 from t2t_repro.model_dir import ModelDir
 
 MODEL_DIR_HELP = "Model directory (hparams.json, vocab.model, checkpoints)."
@@ -25,7 +27,7 @@ def define_model_dir(help_text=MODEL_DIR_HELP, required=True, several=False):
     several: a comma-separated list of folders is accepted (an ensemble,
       `decoding.loading.split_names`); each must exist when `required`.
   """
-  flags.DEFINE_string("model_dir", None, help_text)
+  config_flags.define(TrainConfig, names=["model_dir"], help_overrides={"model_dir": help_text})
   if required:
     flags.mark_flag_as_required("model_dir")
     flags.register_validator(

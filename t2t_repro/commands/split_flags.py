@@ -11,6 +11,8 @@ import os
 from absl import flags
 
 from t2t_repro import errors
+from t2t_repro.commands import config_flags
+from t2t_repro.config.train import TrainConfig
 from t2t_repro.data import problems
 from t2t_repro.model_dir import ModelDir
 
@@ -21,10 +23,12 @@ def define(split_default="dev"):
   """Defines --src, --tgt, --problem, --data_dir and --split."""
   flags.DEFINE_string("src", None, "Source file, one sentence per line (with --tgt).")
   flags.DEFINE_string("tgt", None, "Target file aligned with --src.")
-  flags.DEFINE_string("problem", None, "Named data source (default: the run's, from its "
-                      "flags.json); see `python -m t2t_repro.stats --help`.")
-  flags.DEFINE_string("data_dir", None, "Data folder of --problem (default: the run's, else "
-                      "$T2T_DATA_DIR).")
+  config_flags.define(TrainConfig, names=["problem", "data_dir"], none_defaults=True,
+                      help_overrides={
+                          "problem": "Named data source (default: the run's, from its "
+                                     "flags.json); see `python -m t2t_repro.stats --help`.",
+                          "data_dir": "Data folder of --problem (default: the run's, else "
+                                      "$T2T_DATA_DIR)."})
   flags.DEFINE_string("split", split_default, "Split of the problem to use (train, dev, test, ...).")
 
 

@@ -13,6 +13,7 @@ validation records are cached in --vocab_dir.
 from absl import flags
 
 from t2t_repro import errors
+from t2t_repro.commands import config_flags
 from t2t_repro.data import problems
 from t2t_repro.config.hparams import HParams
 from t2t_repro.config.train import TrainConfig
@@ -23,26 +24,21 @@ SPLIT_FILE_FLAGS = tuple(f"{split}_{side}" for split in ("train", "dev", "test")
 
 
 def define_flags():
-  flags.DEFINE_string("problem", None, "Data source, one of: " + ", ".join(problems.list_problems())
-                      + " (data/problems.py).")
-  flags.DEFINE_string("data_dir", None, f"Local data folder (default: ${problems.DATA_DIR_ENV}).")
-  for name in SPLIT_FILE_FLAGS:
-    flags.DEFINE_string(name, None, f"File(s) of {name} (parallel_text, or to replace a split's "
-                        "files); comma-separated files or globs for aligned shards.")
-  flags.DEFINE_integer("batch_tokens", HParams.batch_tokens, "Token budget of one replica's "
-                       "training batch, as the hparam batch_tokens [tokens] (default: base's).",
-                       lower_bound=1)
-  flags.DEFINE_integer("max_length", 256, "Longest training example [tokens, EOS included].")
-  flags.DEFINE_integer("vocab_size", None, "BPE pieces (default: the problem's).")
-  flags.DEFINE_string("vocab_dir", None, "Cache folder of the vocabulary and the corpus "
-                      "validation records (default: $XDG_CACHE_HOME/t2t_repro, else "
-                      "~/.cache/t2t_repro; never the data folder).")
+  # The settings a training run would use, from their fields: the data source and files,
+  # vocabulary, seed and cache as `TrainConfig` declares them, batching as the hparams do
+  # (defaults: base's).
+  config_flags.define(TrainConfig, names=["problem", "data_dir", *SPLIT_FILE_FLAGS, "vocab_dir",
+                                          "seed", "cache_examples_mb"],
+                      defaults={"problem": None},
+                      help_overrides={"seed": "Shuffle seed of the training batches (as train's)."},
+                      extra_help={
+                          "problem": " One of: " + ", ".join(problems.list_problems()) + "."})
+  config_flags.define(HParams, names=["batch_tokens", "max_length", "vocab_size"],
+                      defaults={"vocab_size": None},
+                      extra_help={"vocab_size": " Default: the problem's."})
   flags.DEFINE_list("splits", None, "Splits to report (default: all of the problem's).")
-  flags.DEFINE_integer("seed", 1, "Shuffle seed.")
   flags.DEFINE_integer("throughput_epochs", 3, "Epochs timed after the first one (0: no "
                        "throughput measurement).", lower_bound=0)
-  flags.DEFINE_integer("cache_examples_mb", TrainConfig.cache_examples_mb, "Cache budget of the "
-                       "tokenized training examples [MiB] (as t2t_repro.train).")
   flags.mark_flag_as_required("problem")
 
 

@@ -4,16 +4,19 @@ if not) and Table 3's figure, and the training FLOPs per token (`t2t_repro.model
 
 from absl import flags
 
+from t2t_repro.commands import config_flags
 from t2t_repro.config import hparams as hparams_lib
+from t2t_repro.config.hparams import HParams
+from t2t_repro.config.train import TrainConfig
 from t2t_repro.model import summary
 
 FLAGS = flags.FLAGS
 
 
 def define_flags():
-  flags.DEFINE_string("hparams", "base", "Hparam set name or path to a .json file.")
-  flags.DEFINE_string("hparams_override", "", "Comma-separated key=value overrides.")
-  flags.DEFINE_integer("vocab_size", 0, "Vocabulary size; 0 keeps the set's value.")
+  config_flags.define(TrainConfig, names=["hparams", "hparams_override"])
+  config_flags.define(HParams, names=["vocab_size"], none_defaults=True,
+                      extra_help={"vocab_size": " Default: the set's."})
   flags.DEFINE_integer("length", 25, "Sequence length used for the attention FLOPs [tokens].")
 
 
@@ -21,10 +24,7 @@ def main(argv):
   del argv
   from t2t_repro.model.transformer import Transformer  # pylint: disable=import-outside-toplevel
 
-  overrides = FLAGS.hparams_override
-  if FLAGS.vocab_size:
-    overrides = ",".join(filter(None, [overrides, f"vocab_size={FLAGS.vocab_size}"]))
-  hp = hparams_lib.get_hparams(FLAGS.hparams, overrides)
+  hp = hparams_lib.get_hparams(FLAGS.hparams, FLAGS.hparams_override, vocab_size=FLAGS.vocab_size)
   model = Transformer.from_hparams(hp)
   built = summary.count_parameters(model)
   closed = summary.closed_form_params(hp)

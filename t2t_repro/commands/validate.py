@@ -21,8 +21,10 @@ from absl import flags
 from absl import logging
 
 from t2t_repro import errors, fileio
+from t2t_repro.commands import config_flags
 from t2t_repro.commands import shared_flags
 from t2t_repro.commands import split_flags
+from t2t_repro.config.hparams import HParams
 from t2t_repro.model_dir import ModelDir
 
 FLAGS = flags.FLAGS
@@ -32,8 +34,9 @@ def define_flags():
   shared_flags.define_model_dir()
   shared_flags.define_checkpoint_path()
   split_flags.define()
-  flags.DEFINE_integer("batch_tokens", None, "Padded tokens per batch and side (default: the "
-                       "model's hparams batch_tokens).", lower_bound=1)
+  config_flags.define(HParams, names=["batch_tokens"], none_defaults=True, help_overrides={
+      "batch_tokens": "Padded tokens per batch and side (default: the model's hparams "
+                      "batch_tokens)."})
   flags.DEFINE_string("output_json", None, "Also write the result as JSON to this file.")
 
 
