@@ -149,7 +149,8 @@ class ModelDir:
     return self.has(HPARAMS_FILE)
 
   def glob(self, pattern):
-    """The paths inside the folder matching `pattern` (e.g. `config.data.CORPUS_RECORD.format(key="*")`)."""
+    """The paths inside the folder matching `pattern` (e.g.
+    `config.data.CORPUS_RECORD.format(key="*")`)."""
     return sorted(_gfile().glob(self.file(pattern)))
 
   def read_bytes(self, name):

@@ -42,7 +42,8 @@ def command_flags():
 
 
 def _documents():
-  return ([os.path.join(_REPO, "README.md")] + sorted(glob.glob(os.path.join(_REPO, "docs", "*.md")))
+  return ([os.path.join(_REPO, "README.md")]
+          + sorted(glob.glob(os.path.join(_REPO, "docs", "*.md")))
           + sorted(glob.glob(os.path.join(_REPO, "examples", "**", "*.md"), recursive=True))
           + sorted(glob.glob(os.path.join(_REPO, "examples", "**", "*.py"), recursive=True)))
 

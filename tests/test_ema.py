@@ -23,7 +23,8 @@ def _config(data, model_dir, **changes):
 def test_ema_is_the_moving_average_of_the_updates_and_survives_a_resume(multi30k_slice, tmp_path):
   decay = 0.5
   model_dir = tmp_path / "m"
-  train_model(_config(multi30k_slice, model_dir, ema_decay=decay, train_steps=2, eval_every_steps=0))
+  train_model(_config(multi30k_slice, model_dir, ema_decay=decay, train_steps=2,
+                      eval_every_steps=0))
   result = train_model(_config(multi30k_slice, model_dir, ema_decay=decay, train_steps=4,
                          eval_every_steps=4))  # resumed at 2: the average comes from the checkpoint
   assert result.step == 4
@@ -49,7 +50,8 @@ def test_ema_decay_is_checked_and_cannot_change_on_resume(multi30k_slice, tmp_pa
   with pytest.raises(errors.UsageError, match=r"ema_decay must be in \[0, 1\), got 1.0"):
     train_model(_config(multi30k_slice, tmp_path / "a", ema_decay=1.0, train_steps=1))
   assert not os.path.exists(tmp_path / "a")
-  train_model(_config(multi30k_slice, tmp_path / "b", ema_decay=0.9, train_steps=1, eval_every_steps=0))
+  train_model(_config(multi30k_slice, tmp_path / "b", ema_decay=0.9, train_steps=1,
+                      eval_every_steps=0))
   with pytest.raises(errors.UsageError, match="ema_decay"):
     train_model(_config(multi30k_slice, tmp_path / "b", ema_decay=0.0, train_steps=2,
                   eval_every_steps=0))

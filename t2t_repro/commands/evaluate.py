@@ -23,4 +23,5 @@ def main(argv):
     raise errors.UsageError(f"unexpected arguments: {argv[1:]}")
   if not FLAGS.hyp or not FLAGS.ref:
     raise errors.UsageError("--hyp and at least one --ref are required")
-  print(evaluation.format_scores(evaluation.evaluate_files(FLAGS.hyp, FLAGS.ref, tgt_lang=FLAGS.tgt_lang)))
+  scores = evaluation.evaluate_files(FLAGS.hyp, FLAGS.ref, tgt_lang=FLAGS.tgt_lang)
+  print(evaluation.format_scores(scores))

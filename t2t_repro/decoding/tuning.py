@@ -64,8 +64,8 @@ def tune_decoding(translator, sources, references, beam_sizes=(4, 5), alphas=(0.
     translator: a `Translator` (left at the chosen settings).
     sources, references: list[str] of the dev set, line-aligned.
     beam_sizes: ints >= 1; alphas: floats >= 0 (the GNMT length penalty, Wu et al. 2016).
-    metric: the key of `evaluation.evaluate_translations` maximized: "sacrebleu" (cased, 13a), "chrf" or
-      "bleu_lc_tok" (lowercased Moses-tokenized BLEU).
+    metric: the key of `evaluation.evaluate_translations` maximized: "sacrebleu" (cased,
+      13a), "chrf" or "bleu_lc_tok" (lowercased Moses-tokenized BLEU).
     tgt_lang: the target language of the tokenized BLEU.
     model_dir: the model dir whose `decoding.json` records the choice (`write_choice`), which
       `translate`, `Translator.from_model_dir` and the other decoding commands then use by
