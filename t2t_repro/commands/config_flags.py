@@ -81,6 +81,43 @@ def warn_deprecated(flag_values=flags.FLAGS):
                       old, new)
 
 
+# Flags that cannot both be given, each pair with why: refused (one line, exit 2) before the
+# command runs when both are on the command line and neither is 0 (off).
+CONFLICTS = {
+    ("save_checkpoints_steps", "save_checkpoints_secs"):
+        "checkpoints are saved by steps or by time: give one (the other 0: off)",
+    ("batch_tokens", "decode_batch_tokens"):
+        "--batch_tokens is the deprecated name of --decode_batch_tokens: give only the latter"}
+
+
+def given(argv):
+  """The names of the flags on the command line `argv` (argv[0] is the program), up to "--"."""
+  names = []
+  for arg in argv[1:]:
+    if arg == "--":
+      break
+    if arg.startswith("-") and len(arg) > 1:
+      names.append(arg.lstrip("-").split("=", 1)[0])
+  return names
+
+
+def check_conflicts(argv, flag_values=flags.FLAGS):
+  """Refuses the `CONFLICTS` given together on `argv`.
+
+  Raises:
+    flags.IllegalFlagValueError: "--a=x and --b=y cannot both be given: <why>".
+  """
+  names = set(given(argv))
+  for (first, second), why in CONFLICTS.items():
+    if {first, second} <= names and first in flag_values and second in flag_values \
+        and flag_values[first].value and flag_values[second].value:
+      values = {name: arg.split("=", 1)[1] for arg in argv[1:] if "=" in arg
+                for name in (first, second) if arg.lstrip("-").split("=", 1)[0] == name}
+      shown = [f"--{name}={values[name]}" if name in values else f"--{name}"
+               for name in (first, second)]
+      raise flags.IllegalFlagValueError(f"{shown[0]} and {shown[1]} cannot both be given: {why}")
+
+
 def flag_text(text, is_flag):
   """`text` with each setting marked `name` written as --name when `is_flag(name)`, else
   as the plain name."""
