@@ -58,10 +58,15 @@ def mismatch(path, error):
     error: the ValueError or `tf.errors.InvalidArgumentError` of the restore; the first tensor
       whose shape differs is the one it names.
   """
+  return CheckpointMismatch(f"checkpoint {path} does not fit this model: {shape_difference(error)}")
+
+
+def shape_difference(error):
+  """The first tensor whose shape differs, from TensorFlow's error of a restore: "NAME has
+  shape (1000, 32) there, (1000, 64) here" (else the error's first line)."""
   found = _SHAPES.search(str(error))
-  reason = (f"{found['name']} has shape {found['there']} there, {found['here']} here" if found
-            else str(error).strip().splitlines()[0][:300])
-  return CheckpointMismatch(f"checkpoint {path} does not fit this model: {reason}")
+  return (f"{found['name']} has shape {found['there']} there, {found['here']} here" if found
+          else str(error).strip().splitlines()[0][:300])
 
 
 @contextlib.contextmanager

@@ -154,7 +154,7 @@ def restore_checked(trainer, model_dir):
       resume from the checkpoint before it (`_resume_before`).
   """
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  from t2t_repro.model.weights import quiet_restore, unreadable_checkpoint  # pylint: disable=import-outside-toplevel
+  from t2t_repro.model.weights import quiet_restore, shape_difference, unreadable_checkpoint  # pylint: disable=import-outside-toplevel
   from t2t_repro.training.trainer import checkpoint_children  # pylint: disable=import-outside-toplevel
   model_dir = ModelDir(model_dir)
   latest = model_dir.latest_checkpoint()
@@ -174,10 +174,9 @@ def restore_checked(trainer, model_dir):
         failure = unreadable_checkpoint(latest, e)
         failure = type(failure)(f"{errors.marked(failure)}; {_resume_before(model_dir, latest)}")
       else:
-        reason = str(e).strip().splitlines()[0][:300]
-        failure = errors.UsageError(f"`model_dir`={model_dir} holds checkpoints of another model "
-                                    f"({reason}); use a new `model_dir` or the hparams it was "
-                                    "trained with")
+        failure = errors.UsageError(
+            f"`model_dir`={model_dir} holds checkpoints of another model ({shape_difference(e)}); "
+            "use a new `model_dir` or the hparams it was trained with")
   raise failure
 
 
