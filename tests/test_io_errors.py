@@ -80,6 +80,23 @@ def test_train_calls_a_truncated_checkpoint_corrupt(tmp_path, shared_data_dir, t
   assert _snapshot(model_dir) == before
 
 
+def test_training_into_a_copy_of_best_points_to_init_from(tmp_path, shared_data_dir, text):
+  """best/, averaged/ and ema/ hold a model's weights without optimizer state: not checkpoints
+  of another model, and not a run to resume."""
+  from t2t_repro.model_dir import ModelDir  # pylint: disable=import-outside-toplevel
+  from t2t_repro.training import averaging  # pylint: disable=import-outside-toplevel
+  source = make_model_dir(tmp_path / "source", shared_data_dir)
+  copy = tmp_path / "copy"
+  averaging.average_checkpoints([f"{source}/ckpt-7"], ModelDir(str(copy)))
+  before = _snapshot(copy)
+  line = error_line(run_command("", "train", *_train_args(copy, text)), errors.USAGE_EXIT, "train")
+  assert line == (f"train: error: --model_dir={copy} holds a model's weights without optimizer "
+                  f"state ({copy}/ckpt-7, as best/, averaged/ and ema/ are written), which training "
+                  f"cannot resume; to start a run from them, give --init_from={copy} and a new "
+                  "--model_dir")
+  assert _snapshot(copy) == before
+
+
 def _readers(model_dir, text, tmp_path):
   """(command, args) of every command that reads a checkpoint of `model_dir`."""
   return (("translate", [f"--model_dir={model_dir}", f"--input_file={text}"]),
