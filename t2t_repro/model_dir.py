@@ -5,6 +5,7 @@
     {path}/vocab.model         the sentencepiece model (shared source/target vocabulary)
     {path}/corpus.*.json       validation records of the training text (`data.corpus`)
     {path}/checkpoint, ckpt-N.index, ckpt-N.data-*   TensorFlow checkpoints (CheckpointManager)
+    {parent}/.{name}.lock      the lock its one writer holds (`writer_lock`), beside it
     {path}/train/, dev/        TensorBoard events of training and of dev evaluation
     {path}/early_stopping.json the patience counter (`training.best`)
     {path}/best/, averaged/, ema/                     complete model dirs of their own
@@ -91,12 +92,13 @@ def check_listed(prefix):
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   if not checkpoint_exists(prefix):
     raise errors.MissingDataError(f"checkpoint {prefix} does not exist (no .index file)")
-  folder, name = (posixpath if _is_url(prefix) else os.path).split(prefix)
+  paths = posixpath if _is_url(prefix) else os.path
+  folder, name = paths.split(prefix)
   state = tf.train.get_checkpoint_state(folder or ".")
-  listed = [] if state is None else [state.model_checkpoint_path,
-                                      *state.all_model_checkpoint_paths]
-  if state is not None and name not in {(posixpath if _is_url(p) else os.path).basename(p)
-                                        for p in listed}:
+  if state is None:
+    return
+  listed = (state.model_checkpoint_path, *state.all_model_checkpoint_paths)
+  if name not in {paths.basename(p) for p in listed}:
     raise errors.MissingDataError(
         f"checkpoint {prefix} is not listed in {_join(folder or '.', CHECKPOINT_STATE_FILE)} "
         "(still being written, or dropped from the list); give a listed one")

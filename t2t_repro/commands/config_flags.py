@@ -91,14 +91,15 @@ CONFLICTS = {
 
 
 def given(argv):
-  """The names of the flags on the command line `argv` (argv[0] is the program), up to "--"."""
-  names = []
+  """{name: the flag as written, "--name=value"} of the flags on the command line `argv`
+  (argv[0] is the program), up to "--"."""
+  written = {}
   for arg in argv[1:]:
     if arg == "--":
       break
     if arg.startswith("-") and len(arg) > 1:
-      names.append(arg.lstrip("-").split("=", 1)[0])
-  return names
+      written[arg.lstrip("-").split("=", 1)[0]] = "--" + arg.lstrip("-")
+  return written
 
 
 def check_conflicts(argv, flag_values=flags.FLAGS):
@@ -107,15 +108,12 @@ def check_conflicts(argv, flag_values=flags.FLAGS):
   Raises:
     flags.IllegalFlagValueError: "--a=x and --b=y cannot both be given: <why>".
   """
-  names = set(given(argv))
+  written = given(argv)
   for (first, second), why in CONFLICTS.items():
-    if {first, second} <= names and first in flag_values and second in flag_values \
-        and flag_values[first].value and flag_values[second].value:
-      values = {name: arg.split("=", 1)[1] for arg in argv[1:] if "=" in arg
-                for name in (first, second) if arg.lstrip("-").split("=", 1)[0] == name}
-      shown = [f"--{name}={values[name]}" if name in values else f"--{name}"
-               for name in (first, second)]
-      raise flags.IllegalFlagValueError(f"{shown[0]} and {shown[1]} cannot both be given: {why}")
+    if first in written and second in written and flag_values[first].value \
+        and flag_values[second].value:
+      raise flags.IllegalFlagValueError(
+          f"{written[first]} and {written[second]} cannot both be given: {why}")
 
 
 def flag_text(text, is_flag):

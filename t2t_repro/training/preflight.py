@@ -154,7 +154,8 @@ def restore_checked(trainer, model_dir):
       resume from the checkpoint before it (`_resume_before`).
   """
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  from t2t_repro.model.weights import quiet_restore, shape_difference, unreadable_checkpoint  # pylint: disable=import-outside-toplevel
+  # pylint: disable-next=import-outside-toplevel
+  from t2t_repro.model.weights import quiet_restore, shape_difference, unreadable_checkpoint
   from t2t_repro.training.trainer import checkpoint_children  # pylint: disable=import-outside-toplevel
   model_dir = ModelDir(model_dir)
   latest = model_dir.latest_checkpoint()
@@ -183,16 +184,15 @@ def restore_checked(trainer, model_dir):
 def _resume_before(model_dir, path):
   """How to resume from the checkpoint listed before `path` in the `checkpoint` state file of
   `model_dir` (or that there is none)."""
-  listed = model_dir.checkpoint_paths() or []
-  names = [os.path.basename(p) for p in listed]
+  state_file = model_dir.file(model_dir_lib.CHECKPOINT_STATE_FILE)
+  names = [os.path.basename(p) for p in model_dir.checkpoint_paths() or []]
   name = os.path.basename(path)
-  before = names[names.index(name) - 1] if name in names and names.index(name) > 0 else None
-  if before is None:
-    return (f"no checkpoint is listed before it in {model_dir.file(model_dir_lib.CHECKPOINT_STATE_FILE)}: "
-            "train in a new `model_dir`")
+  if name not in names or names.index(name) == 0:
+    return f"no checkpoint is listed before it in {state_file}: train in a new `model_dir`"
+  before = names[names.index(name) - 1]
   return (f"to resume from {before}, the one before it, move {path}.index and {path}.data-* away "
-          f"and, in {model_dir.file(model_dir_lib.CHECKPOINT_STATE_FILE)}, set "
-          f'model_checkpoint_path: "{before}" and remove the line of "{name}"')
+          f'and, in {state_file}, set model_checkpoint_path: "{before}" and remove the line of '
+          f'"{name}"')
 
 
 # HParams that decide the shapes of a model's weights: an --init_from source must match them.
