@@ -134,6 +134,20 @@ def test_a_short_or_garbled_checkpoint_data_file_is_called_corrupt(tmp_path, sha
   assert _snapshot(tmp_path) == before
 
 
+def test_serve_calls_a_short_variables_file_corrupt(tmp_path, shared_data_dir):
+  """A SavedModel's variables are a checkpoint: serve's loading says the same line."""
+  model_dir = make_model_dir(tmp_path / "source", shared_data_dir)
+  version = tmp_path / "export" / "1"
+  result = run_command("", "export", f"--model_dir={model_dir}", f"--export_dir={version}")
+  assert result.returncode == 0, result.stderr[-3000:]
+  _truncate(version / "variables" / "variables.data-00000-of-00001")
+  result = run_command("", "serve", f"--model_base_path={tmp_path / 'export'}",
+                       "--rest_api_port=0")
+  assert error_line(result, DATA_EXIT, "serve") == (
+      f"serve: error: checkpoint {version}/variables/variables is corrupt (Read less bytes than "
+      "requested)")
+
+
 def test_another_models_hparams_beside_a_checkpoint_is_one_line(tmp_path, shared_data_dir, text):
   """hparams.json of d_model 64 beside a d_model 32 checkpoint: one line naming the first
   tensor whose shape differs, without TensorFlow's warnings of unrestored values."""

@@ -43,6 +43,24 @@ def unreadable_checkpoint(path, error):
   return errors.DataError(f"checkpoint {path} is corrupt ({reason})")
 
 
+def check_readable(path):
+  """Reads every tensor of the checkpoint `path` (e.g. a SavedModel's `variables/variables`);
+  nothing when it has no .index file.
+
+  Raises:
+    errors.DataError: a tensor cannot be read (`unreadable_checkpoint`: corrupt, incomplete,
+      unreadable).
+  """
+  if not tf.io.gfile.exists(f"{path}.index"):
+    return
+  try:
+    reader = tf.train.load_checkpoint(path)
+    for name in reader.get_variable_to_shape_map():
+      reader.get_tensor(name)
+  except (tf.errors.OpError, IndexError) as e:
+    raise unreadable_checkpoint(path, e) from None
+
+
 class CheckpointMismatch(errors.DataError):
   """A checkpoint of another model: a tensor's shape differs from the model's (hparams.json of
   another model beside the checkpoint). A data error; `--init_from` reports it as a usage
