@@ -5,6 +5,7 @@
     {path}/vocab.model         the sentencepiece model (shared source/target vocabulary)
     {path}/corpus.*.json       validation records of the training text (`data.corpus`)
     {path}/checkpoint, ckpt-N.index, ckpt-N.data-*   TensorFlow checkpoints (CheckpointManager)
+    {parent}/.{name}.lock      the lock its one writer holds (`writer_lock`), beside it
     {path}/train/, dev/        TensorBoard events of training and of dev evaluation
     {path}/early_stopping.json the patience counter (`training.best`)
     {path}/best/, averaged/, ema/                     complete model dirs of their own
@@ -79,6 +80,27 @@ def absolute(path):
 def checkpoint_exists(prefix):
   """True when the checkpoint `prefix` (e.g. `{model_dir}/ckpt-1000`) has its .index file."""
   return _gfile().exists(f"{prefix}.index")
+
+
+def check_listed(prefix):
+  """Raises errors.MissingDataError unless the checkpoint `prefix` is complete for a reader:
+  it has its .index file and its folder's `checkpoint` state file lists it (a writer lists a
+  checkpoint once all its files are written; a folder without a state file, checkpoints
+  copied by hand, lists every checkpoint). Readers take no lock (`writer_lock`): this is
+  what keeps them from a checkpoint still being written."""
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  if not checkpoint_exists(prefix):
+    raise errors.MissingDataError(f"checkpoint {prefix} does not exist (no .index file)")
+  paths = posixpath if _is_url(prefix) else os.path
+  folder, name = paths.split(prefix)
+  state = tf.train.get_checkpoint_state(folder or ".")
+  if state is None:
+    return
+  listed = (state.model_checkpoint_path, *state.all_model_checkpoint_paths)
+  if name not in {paths.basename(p) for p in listed}:
+    raise errors.MissingDataError(
+        f"checkpoint {prefix} is not listed in {_join(folder or '.', CHECKPOINT_STATE_FILE)} "
+        "(still being written, or dropped from the list); give a listed one")
 
 
 class ModelDir:
@@ -222,18 +244,20 @@ class ModelDir:
     return None if state is None else list(state.all_model_checkpoint_paths)
 
   def resolve_checkpoint(self, checkpoint_path=None):
-    """The checkpoint prefix to load: `checkpoint_path` if it exists, else (None) the latest.
+    """The checkpoint prefix to load: `checkpoint_path` if it exists and is complete
+    (`check_listed`), else (None) the latest the `checkpoint` state file lists.
 
     Raises:
-      errors.MissingDataError: no such checkpoint, or no checkpoint in the folder.
+      errors.MissingDataError: no such checkpoint, one not listed yet, or no checkpoint in
+        the folder.
     """
     if checkpoint_path is None:
       checkpoint_path = self.latest_checkpoint()
       if checkpoint_path is None:
         raise errors.MissingDataError(
             f"no checkpoint in {self.path} (no '{CHECKPOINT_STATE_FILE}' state file)")
-    elif not checkpoint_exists(checkpoint_path):
-      raise errors.MissingDataError(f"checkpoint {checkpoint_path} does not exist (no .index file)")
+    else:
+      check_listed(checkpoint_path)
     return checkpoint_path
 
   # Writing: each file through a temporary sibling and a rename, each folder the same.

@@ -56,3 +56,48 @@ def test_translate_flag_errors(args, message):
                           capture_output=True, text=True, timeout=120, check=False,
                           env=dict(os.environ, PYTHONPATH=_REPO), cwd=_REPO)
   assert (result.returncode, result.stderr) == (2, message)
+
+
+_BOTH_CHECKPOINT_FLAGS = ("train: error: --save_checkpoints_steps=5 and --save_checkpoints_secs=60 "
+                          "cannot both be given: checkpoints are saved by steps or by time: give one "
+                          "(the other 0: off)\n")
+_BOTH_BATCH_FLAGS = ("{command}: error: --batch_tokens=100 and --decode_batch_tokens=200 cannot "
+                     "both be given: --batch_tokens is the deprecated name of "
+                     "--decode_batch_tokens: give only the latter\n")
+
+
+@pytest.mark.parametrize("command, args, message", [
+    ("train", ["--save_checkpoints_steps=5", "--save_checkpoints_secs=60"], _BOTH_CHECKPOINT_FLAGS),
+    ("translate", ["--batch_tokens=100", "--decode_batch_tokens=200"], _BOTH_BATCH_FLAGS),
+    ("score", ["--src=a", "--tgt=b", "--batch_tokens=100", "--decode_batch_tokens=200"],
+     _BOTH_BATCH_FLAGS),
+    ("tune", ["--batch_tokens=100", "--decode_batch_tokens=200"], _BOTH_BATCH_FLAGS),
+    ("export", ["--export_dir=e", "--batch_tokens=100", "--decode_batch_tokens=200"],
+     _BOTH_BATCH_FLAGS)])
+def test_flags_that_cannot_both_be_given_are_refused_before_anything_runs(tmp_path, command,
+                                                                          args, message):
+  model_dir = tmp_path / "model"
+  if command != "train":  # an existing folder: the decoding commands' flag check
+    model_dir.mkdir()
+  result = subprocess.run([sys.executable, "-m", f"t2t_repro.{command}",
+                           f"--model_dir={model_dir}", *args],
+                          capture_output=True, text=True, timeout=120, check=False,
+                          env=dict(os.environ, PYTHONPATH=_REPO), cwd=tmp_path)
+  assert (result.returncode, result.stderr) == (2, message.format(command=command))
+  assert os.listdir(tmp_path) == ([] if command == "train" else ["model"])
+  assert not model_dir.exists() or os.listdir(model_dir) == []
+
+
+def test_a_flag_set_to_off_does_not_conflict():
+  values = flags.FlagValues()
+  flags.DEFINE_integer("save_checkpoints_steps", 1000, "", flag_values=values)
+  flags.DEFINE_integer("save_checkpoints_secs", 600, "", flag_values=values)
+  for argv in (["cmd", "--save_checkpoints_steps=0", "--save_checkpoints_secs=60"],
+               ["cmd", "--save_checkpoints_steps=5"], ["cmd", "--save_checkpoints_secs=5"]):
+    values(argv)
+    config_flags.check_conflicts(argv, values)
+  argv = ["cmd", "--save_checkpoints_steps", "5", "--save_checkpoints_secs=9"]
+  values(argv)
+  with pytest.raises(flags.IllegalFlagValueError, match="^--save_checkpoints_steps and "
+                     "--save_checkpoints_secs=9 cannot both be given"):
+    config_flags.check_conflicts(argv, values)

@@ -75,8 +75,97 @@ def test_train_calls_a_truncated_checkpoint_corrupt(tmp_path, shared_data_dir, t
   before = _snapshot(model_dir)
   line = error_line(run_command("", "train", *_train_args(model_dir, text)), DATA_EXIT, "train")
   assert line == (f"train: error: checkpoint {model_dir}/ckpt-0 is corrupt (not an sstable (bad "
-                  "magic number))")
+                  f"magic number)); no checkpoint is listed before it in {model_dir}/checkpoint: "
+                  "train in a new --model_dir")
   assert _snapshot(model_dir) == before
+
+
+def test_training_into_a_copy_of_best_points_to_init_from(tmp_path, shared_data_dir, text):
+  """best/, averaged/ and ema/ hold a model's weights without optimizer state: not checkpoints
+  of another model, and not a run to resume."""
+  from t2t_repro.model_dir import ModelDir  # pylint: disable=import-outside-toplevel
+  from t2t_repro.training import averaging  # pylint: disable=import-outside-toplevel
+  source = make_model_dir(tmp_path / "source", shared_data_dir)
+  copy = tmp_path / "copy"
+  averaging.average_checkpoints([f"{source}/ckpt-7"], ModelDir(str(copy)))
+  before = _snapshot(copy)
+  line = error_line(run_command("", "train", *_train_args(copy, text)), errors.USAGE_EXIT, "train")
+  assert line == (f"train: error: --model_dir={copy} holds a model's weights without optimizer "
+                  f"state ({copy}/ckpt-7, as best/, averaged/ and ema/ are written), which training "
+                  f"cannot resume; to start a run from them, give --init_from={copy} and a new "
+                  "--model_dir")
+  assert _snapshot(copy) == before
+
+
+def _readers(model_dir, text, tmp_path):
+  """(command, args) of every command that reads a checkpoint of `model_dir`."""
+  return (("translate", [f"--model_dir={model_dir}", f"--input_file={text}"]),
+          ("score", [f"--model_dir={model_dir}", f"--src={text}", f"--tgt={text}"]),
+          ("validate", [f"--model_dir={model_dir}", f"--src={text}", f"--tgt={text}"]),
+          ("tune", [f"--model_dir={model_dir}", f"--src={text}", f"--tgt={text}",
+                    "--beam_sizes=1", "--alphas=0.6"]),
+          ("average", [f"--model_dir={model_dir}", "--average_last=1",
+                       f"--output_dir={tmp_path / 'averaged'}"]),
+          ("export", [f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'export'}"]))
+
+
+def test_a_short_or_garbled_checkpoint_data_file_is_called_corrupt(tmp_path, shared_data_dir,
+                                                                   text):
+  """A .data file cut in half (TensorFlow: IndexError "Read less bytes than requested") or with
+  garbled bytes (a checksum that does not match) gives every reader the corrupt line, and
+  train's resume says how to resume from the checkpoint before it."""
+  short, garbled = tmp_path / "short", tmp_path / "garbled"
+  for model_dir in (short, garbled):
+    shutil.copytree(make_model_dir(tmp_path / "source", shared_data_dir), model_dir)
+  _truncate(short / "ckpt-7.data-00000-of-00001")
+  data = bytearray((garbled / "ckpt-7.data-00000-of-00001").read_bytes())
+  data[100::7] = bytes(b ^ 0x55 for b in data[100::7])
+  (garbled / "ckpt-7.data-00000-of-00001").write_bytes(bytes(data))
+  before = _snapshot(tmp_path)
+  for model_dir in (short, garbled):
+    for command, args in _readers(model_dir, text, tmp_path):
+      line = error_line(run_command("", command, *args), DATA_EXIT, command)
+      assert line.startswith(f"{command}: error: checkpoint {model_dir}/ckpt-7 is corrupt ("), line
+  line = error_line(run_command("", "train", *_train_args(short, text)), DATA_EXIT, "train")
+  assert line == (f"train: error: checkpoint {short}/ckpt-7 is corrupt (Read less bytes than "
+                  f"requested); to resume from ckpt-5, the one before it, move {short}/ckpt-7.index "
+                  f"and {short}/ckpt-7.data-* away and, in {short}/checkpoint, set "
+                  'model_checkpoint_path: "ckpt-5" and remove the line of "ckpt-7"')
+  assert _snapshot(tmp_path) == before
+
+
+def test_serve_calls_a_short_variables_file_corrupt(tmp_path, shared_data_dir):
+  """A SavedModel's variables are a checkpoint: serve's loading says the same line."""
+  model_dir = make_model_dir(tmp_path / "source", shared_data_dir)
+  version = tmp_path / "export" / "1"
+  result = run_command("", "export", f"--model_dir={model_dir}", f"--export_dir={version}")
+  assert result.returncode == 0, result.stderr[-3000:]
+  _truncate(version / "variables" / "variables.data-00000-of-00001")
+  result = run_command("", "serve", f"--model_base_path={tmp_path / 'export'}",
+                       "--rest_api_port=0")
+  assert error_line(result, DATA_EXIT, "serve") == (
+      f"serve: error: checkpoint {version}/variables/variables is corrupt (Read less bytes than "
+      "requested)")
+
+
+def test_another_models_hparams_beside_a_checkpoint_is_one_line(tmp_path, shared_data_dir, text):
+  """hparams.json of d_model 64 beside a d_model 32 checkpoint: one line naming the first
+  tensor whose shape differs, without TensorFlow's warnings of unrestored values."""
+  model_dir = tmp_path / "model"
+  shutil.copytree(make_model_dir(tmp_path / "source", shared_data_dir), model_dir)
+  hparams = (model_dir / "hparams.json").read_text(encoding="utf-8")
+  assert '"d_model": 32' in hparams
+  (model_dir / "hparams.json").write_text(hparams.replace('"d_model": 32', '"d_model": 64'),
+                                          encoding="utf-8")
+  before = _snapshot(tmp_path)
+  for command, args in _readers(model_dir, text, tmp_path):
+    result = run_command("", command, *args)
+    line = error_line(result, DATA_EXIT, command)
+    assert line == (f"{command}: error: checkpoint {model_dir}/ckpt-7 does "
+                    "not fit this model: transformer/shared_embedding/embeddings has shape (1000, "
+                    "32) there, (1000, 64) here")
+    assert "Value in checkpoint could not be found" not in result.stderr
+  assert _snapshot(tmp_path) == before
 
 
 # Every write under the folder READ_ONLY fails as on a read-only filesystem: Python's open and

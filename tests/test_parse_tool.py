@@ -277,3 +277,16 @@ def test_sigterm_during_training_saves_and_ends_without_decoding(ptb_dir, tmp_pa
   assert scores["train"]["step"] >= 10
   assert not any(key in scores for key in ("dev", "test", "wall_seconds"))
   assert any(name.startswith(f"ckpt-{scores['train']['step']}.") for name in os.listdir(model_dir))
+
+
+def test_prepare_with_an_empty_ptb_dir_leaves_no_output_folder(tmp_path):
+  (tmp_path / "empty").mkdir()
+  output = tmp_path / "never_written"
+  proc = subprocess.run(
+      [sys.executable, PARSE_TOOL, "--mode=prepare", f"--ptb_dir={tmp_path / 'empty'}",
+       f"--output_dir={output}"], capture_output=True, text=True, timeout=120,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+      f"parse: error: --splits: split 'train' has no file in {tmp_path / 'empty'}; give each split "
+      "a range of the files there"], proc.stderr
+  assert not output.exists()

@@ -14,14 +14,16 @@ the first checkpoint's folder).
 
 The averaging itself is `t2t_repro.training.averaging` (also used by
 `train --average_last=N`). --output_dir becomes a model dir for translate / export;
-it must be new or empty and differ from the source folder.
+it must be new or empty and differ from the source folder. Writing it holds the lock of
+the model dir it is in (`writer_lock`: refused while another command writes there, e.g. a
+training of that model dir), or else its own.
 """
 
 import os
 
 from absl import flags
 
-from t2t_repro import errors
+from t2t_repro import errors, writer_lock
 from t2t_repro.commands import config_flags
 from t2t_repro.commands import shared_flags
 from t2t_repro.config.train import TrainConfig
@@ -59,7 +61,8 @@ def main(argv):
         raise errors.UsageError(f"`model_dir`={model_dir.path}: its hparam average_last is 0 "
                                 "(off): give --average_last")
       checkpoints = averaging.last_checkpoints(model_dir, count)
-    path, _ = averaging.average_checkpoints(checkpoints, ModelDir(FLAGS.output_dir), model_dir)
+    with writer_lock.hold(FLAGS.output_dir, "average"):  # a model dir's when inside one
+      path, _ = averaging.average_checkpoints(checkpoints, ModelDir(FLAGS.output_dir), model_dir)
   except (errors.UsageError, errors.DataError):  # already a user error (exit 2 or 1)
     raise
   except FileNotFoundError as e:  # a checkpoint or hparams.json that is not there: data

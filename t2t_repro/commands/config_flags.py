@@ -84,6 +84,41 @@ def warn_deprecated(flag_values=flags.FLAGS):
                       old, new)
 
 
+# Flags that cannot both be given, each pair with why: refused (one line, exit 2) before the
+# command runs when both are on the command line and neither is 0 (off).
+CONFLICTS = {
+    ("save_checkpoints_steps", "save_checkpoints_secs"):
+        "checkpoints are saved by steps or by time: give one (the other 0: off)",
+    ("batch_tokens", "decode_batch_tokens"):
+        "--batch_tokens is the deprecated name of --decode_batch_tokens: give only the latter"}
+
+
+def given(argv):
+  """{name: the flag as written, "--name=value"} of the flags on the command line `argv`
+  (argv[0] is the program), up to "--"."""
+  written = {}
+  for arg in argv[1:]:
+    if arg == "--":
+      break
+    if arg.startswith("-") and len(arg) > 1:
+      written[arg.lstrip("-").split("=", 1)[0]] = "--" + arg.lstrip("-")
+  return written
+
+
+def check_conflicts(argv, flag_values=flags.FLAGS):
+  """Refuses the `CONFLICTS` given together on `argv`.
+
+  Raises:
+    flags.IllegalFlagValueError: "--a=x and --b=y cannot both be given: <why>".
+  """
+  written = given(argv)
+  for (first, second), why in CONFLICTS.items():
+    if first in written and second in written and flag_values[first].value \
+        and flag_values[second].value:
+      raise flags.IllegalFlagValueError(
+          f"{written[first]} and {written[second]} cannot both be given: {why}")
+
+
 def flag_text(text, is_flag):
   """`text` with each setting marked `name` written as --name when `is_flag(name)`, else
   as the plain name."""

@@ -52,7 +52,7 @@ import time
 
 from absl import flags
 
-from t2t_repro import errors, fileio
+from t2t_repro import errors, fileio, writer_lock
 from t2t_repro import model_dir as model_dir_lib
 from t2t_repro.commands import config_flags, shared_flags
 from t2t_repro.config import decode as decode_config
@@ -285,6 +285,12 @@ def run_train():
   _require("ptb_dir", "model_dir")
   _check_alpha_flags()
   changes = train_flag_changes(FLAGS.train_flags)
+  with writer_lock.hold(FLAGS.model_dir, "parse"):  # its own writes and its training's
+    _train_and_decode(changes)
+
+
+def _train_and_decode(changes):
+  """`run_train` after its flag checks, holding the model dir's lock."""
   model_dir, data_dir = ModelDir(FLAGS.model_dir), _data_dir()
   start = time.monotonic()
   hp = pipeline.check_train_settings(FLAGS.hparams, FLAGS.hparams_override, FLAGS.train_steps,

@@ -73,6 +73,7 @@ def run(main, command=None):
   def parse_flags(argv):
     try:
       rest = flags.FLAGS(argv)
+      config_flags.check_conflicts(argv)
       config_flags.warn_deprecated()
       return rest
     except flags.Error as e:

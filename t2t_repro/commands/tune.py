@@ -9,7 +9,9 @@ alpha, scores each with cased sacreBLEU (13a), lowercased tokenized BLEU and chr
 `{model_dir}/decoding.json`. `translate`, `score`, `export` and the other decoding commands
 then use that beam size and alpha by default; a flag still overrides them. Vaswani et al.
 2017 chose theirs the same way (§6.1: "chosen after experimentation on the development
-set"); the decoding is `decoding.tuning.tune_decoding`.
+set"); the decoding is `decoding.tuning.tune_decoding`. It holds the model dir's lock
+(`writer_lock`) from before the first decoding: refused at once on a read-only model dir or
+while another command writes there (a training of it, or of the run whose best/ it is).
 """
 
 import os
@@ -17,7 +19,7 @@ import os
 from absl import flags
 from absl import logging
 
-from t2t_repro import errors
+from t2t_repro import errors, writer_lock
 from t2t_repro.commands import config_flags
 from t2t_repro.commands import shared_flags
 from t2t_repro.commands import split_flags
@@ -66,6 +68,12 @@ def main(argv):
     raise errors.DataError(f"{data}: no sentence pair to tune on")
   sources, references = (list(side) for side in zip(*pairs))
   tgt_lang = FLAGS.tgt_lang or tgt_lang
+  with writer_lock.hold(FLAGS.model_dir, "tune"):  # before the grid is decoded
+    _tune(sources, references, beam_sizes, alphas, data, tgt_lang)
+
+
+def _tune(sources, references, beam_sizes, alphas, data, tgt_lang):
+  """Decodes the grid and writes its best point (main, holding the model dir's lock)."""
   # pylint: disable-next=import-outside-toplevel
   from t2t_repro.decoding import loading, translator as translator_lib, tuning
   model, hparams, tokenizer, paths = loading.load_models(

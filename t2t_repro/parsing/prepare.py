@@ -116,15 +116,16 @@ def prepare(ptb_dir, output_dir, splits=None, leaves="word", *, augment_copies=0
   augment.check_settings(augment_copies, augment_rate)
   if augment_copies and "train" not in (splits or treebank.PTB_SAMPLE_SPLITS):
     raise ValueError("augment_copies needs a 'train' split")
-  os.makedirs(output_dir, exist_ok=True)
   by_split = treebank.split_file_ids(treebank.treebank_file_ids(ptb_dir),
                                       splits)
-  stats = {"leaves": leaves, "splits": {}}
-  all_symbols = {}
-  for name, file_ids in by_split.items():
+  for name, file_ids in by_split.items():  # before output_dir is made: a refusal leaves none
     if not file_ids:
       raise errors.UsageError(f"`splits`: split {name!r} has no file in {ptb_dir}; give "
                               "each split a range of the files there")
+  os.makedirs(output_dir, exist_ok=True)
+  stats = {"leaves": leaves, "splits": {}}
+  all_symbols = {}
+  for name, file_ids in by_split.items():
     cleaned = [trees_lib.clean(t)
                for t in treebank.read_treebank(ptb_dir, file_ids)]
     pairs = [trees_lib.linearize(tree, leaves) for tree in cleaned]

@@ -114,7 +114,8 @@ class Servable:
     path: the version's folder.
 
   Raises:
-    errors.DataError: the folder holds no loadable SavedModel of this project.
+    errors.DataError: the folder holds no loadable SavedModel of this project, or its
+      variables are a corrupt checkpoint (`model.weights.check_readable`).
   """
 
   def __init__(self, name, version, path):
@@ -125,7 +126,9 @@ class Servable:
     try:
       with _quiet_loader():
         self._loaded = tf.saved_model.load(path)
-    except (OSError, ValueError, tf.errors.OpError) as e:
+    except (OSError, ValueError, IndexError, tf.errors.OpError) as e:
+      from t2t_repro.model.weights import check_readable  # pylint: disable=import-outside-toplevel
+      check_readable(os.path.join(path, "variables", "variables"))  # a short or garbled file
       raise errors.DataError(f"`model_base_path` {path}: not a loadable SavedModel ({e})") from None
     self._meta_graph = _meta_graph(path)
     self.signatures = {name: Signature(function)

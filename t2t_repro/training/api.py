@@ -14,13 +14,14 @@ Every setting, hparam and data file is checked before anything is written
 it was, or absent. A model dir that holds a run resumes from its latest checkpoint.
 """
 
+import contextlib
 import dataclasses
 import tempfile
 import time
 
 from absl import logging
 
-from t2t_repro import errors
+from t2t_repro import errors, writer_lock
 from t2t_repro.config import hparams as hparams_lib
 from t2t_repro.model_dir import ModelDir
 from t2t_repro.training import preflight, signals
@@ -54,12 +55,14 @@ def train_model(config):
   Raises:
     errors.UsageError: a bad setting or combination, a resume with other hparams or
       update settings (the message names the flag).
-    errors.DataError: missing, empty or unusable data files, a full disk.
+    errors.DataError: missing, empty or unusable data files, a full disk; another writer
+      holds the model dir (`writer_lock.LockedError`), or it cannot be written.
 
   SIGINT/SIGTERM end the call at once before training and during dev evaluation
   (nothing is lost), and save and stop during the steps (`training.signals`).
   """
-  with signals.exit_at_once(), tempfile.TemporaryDirectory(prefix="t2t_vocab_") as staging:
+  with signals.exit_at_once(), tempfile.TemporaryDirectory(prefix="t2t_vocab_") as staging, \
+      contextlib.ExitStack() as lock:
     hp, problem = preflight.validate(config)
     model_dir = ModelDir(config.model_dir)
     preflight.check_data_files(config, problem)
@@ -73,6 +76,8 @@ def train_model(config):
     init = preflight.check_init_from(config, hp, problem)
 
     strategy = _make_strategy(config)
+    if trainer_lib.is_chief(strategy):  # the one writer of the model dir (`writer_lock`)
+      lock.enter_context(writer_lock.hold(model_dir, "train"))
     keras.utils.set_random_seed(config.seed)
     update = {"accum_steps": config.accum_steps, "batch_tokens": hp.batch_tokens,
               "replicas": strategy.num_replicas_in_sync, "mixed_precision": config.mixed_precision,

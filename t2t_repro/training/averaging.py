@@ -118,7 +118,8 @@ def average_checkpoints(checkpoints, output_dir, model_dir=None, replace=False):
   Raises:
     ValueError: no checkpoints, a bad output_dir, a checkpoint that does not
       fit the model of hparams.json.
-    FileNotFoundError: a checkpoint or hparams.json is missing.
+    FileNotFoundError: a checkpoint (or one not listed in its folder's `checkpoint` state
+      file yet: `model_dir.check_listed`) or hparams.json is missing.
   """
   if not checkpoints:
     raise ValueError("no checkpoints to average")
@@ -127,8 +128,7 @@ def average_checkpoints(checkpoints, output_dir, model_dir=None, replace=False):
   _check_output_dir(output_dir, {model_dir.path} | {os.path.dirname(p) for p in checkpoints},
                     replace)
   for path in checkpoints:
-    if not checkpoint_exists(path):
-      raise FileNotFoundError(f"checkpoint {path} does not exist (no .index file)")
+    model_dir_lib.check_listed(path)  # complete: not one still being written
   hparams = model_dir.read_hparams()
   model = average_weights(checkpoints, hparams)
   step = max(checkpoint_step(p) for p in checkpoints)

@@ -141,21 +141,59 @@ def check_update_settings(config, update):
 
 
 def restore_checked(trainer, model_dir):
-  """Restores the latest checkpoint; one that does not fit the hparams is a usage error
-  (even when hparams.json is missing), one whose files cannot be read a data error
-  (`model.weights.unreadable_checkpoint`: corrupt, incomplete, unreadable). Returns the
-  checkpoint path or None."""
+  """Restores the latest checkpoint of `model_dir` (a `ModelDir`) into `trainer`, checked.
+
+  Returns:
+    the checkpoint path, or None (a new run).
+
+  Raises:
+    errors.UsageError: the checkpoint holds another model (even when hparams.json is
+      missing), or a model's weights without optimizer state (a copy of best/, averaged/ or
+      ema/: `init_from` starts a run from those).
+    errors.DataError: the checkpoint's files cannot be read (`model.weights.
+      unreadable_checkpoint`: corrupt, incomplete, unreadable); the message says how to
+      resume from the checkpoint before it (`_resume_before`).
+  """
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  from t2t_repro.model.weights import unreadable_checkpoint  # pylint: disable=import-outside-toplevel
-  try:
-    return trainer.restore()
-  except (ValueError, AssertionError, tf.errors.OpError) as e:
-    if isinstance(e, tf.errors.OpError) and not isinstance(e, tf.errors.InvalidArgumentError):
-      raise unreadable_checkpoint(tf.train.latest_checkpoint(str(model_dir)), e) from None
-    reason = str(e).strip().splitlines()[0][:300]
-    raise errors.UsageError(f"`model_dir`={model_dir} holds checkpoints of another model "
-                            f"({reason}); use a new `model_dir` or the hparams it was trained "
-                            "with") from None
+  # pylint: disable-next=import-outside-toplevel
+  from t2t_repro.model.weights import quiet_restore, shape_difference, unreadable_checkpoint
+  from t2t_repro.training.trainer import checkpoint_children  # pylint: disable=import-outside-toplevel
+  model_dir = ModelDir(model_dir)
+  latest = model_dir.latest_checkpoint()
+  failure = None
+  with quiet_restore():
+    try:
+      if latest and "optimizer" not in checkpoint_children(latest):
+        failure = errors.UsageError(
+            f"`model_dir`={model_dir} holds a model's weights without optimizer state ({latest}, "
+            "as best/, averaged/ and ema/ are written), which training cannot resume; to start "
+            f"a run from them, give `init_from`={model_dir} and a new `model_dir`")
+      else:
+        return trainer.restore()
+    except (ValueError, AssertionError, tf.errors.OpError, IndexError) as e:
+      if isinstance(e, (tf.errors.OpError, IndexError)) \
+          and not isinstance(e, tf.errors.InvalidArgumentError):
+        failure = unreadable_checkpoint(latest, e)
+        failure = type(failure)(f"{errors.marked(failure)}; {_resume_before(model_dir, latest)}")
+      else:
+        failure = errors.UsageError(
+            f"`model_dir`={model_dir} holds checkpoints of another model ({shape_difference(e)}); "
+            "use a new `model_dir` or the hparams it was trained with")
+  raise failure
+
+
+def _resume_before(model_dir, path):
+  """How to resume from the checkpoint listed before `path` in the `checkpoint` state file of
+  `model_dir` (or that there is none)."""
+  state_file = model_dir.file(model_dir_lib.CHECKPOINT_STATE_FILE)
+  names = [os.path.basename(p) for p in model_dir.checkpoint_paths() or []]
+  name = os.path.basename(path)
+  if name not in names or names.index(name) == 0:
+    return f"no checkpoint is listed before it in {state_file}: train in a new `model_dir`"
+  before = names[names.index(name) - 1]
+  return (f"to resume from {before}, the one before it, move {path}.index and {path}.data-* away "
+          f'and, in {state_file}, set model_checkpoint_path: "{before}" and remove the line of '
+          f'"{name}"')
 
 
 # HParams that decide the shapes of a model's weights: an --init_from source must match them.

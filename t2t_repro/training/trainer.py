@@ -10,7 +10,6 @@ same however the batch is split (tested: 2 replicas = 1 replica, accum k x b = 1
 """
 
 import contextlib
-import gc
 import os
 import shutil
 import tempfile
@@ -23,6 +22,7 @@ from t2t_repro import errors
 from t2t_repro import model_dir as model_dir_lib
 from t2t_repro.constants import PAD_ID
 from t2t_repro.model.transformer import Transformer
+from t2t_repro.model.weights import quiet_restore
 from t2t_repro.training import checkpoints
 from t2t_repro.training.loss import batch_loss_sums
 from t2t_repro.training.schedule import make_schedule
@@ -260,19 +260,13 @@ class Trainer:
         hparams); `iterator` is then unusable and nothing is attached.
     """
     if restore_from:
-      logger = tf.get_logger()
-      level = logger.level
-      logger.setLevel("ERROR")  # a failed read warns of every unrestored value when collected
       failed = None
-      try:
+      with quiet_restore():  # a failed read warns of every unrestored value when collected
         try:
           tf.train.Checkpoint(input=iterator).read(restore_from) \
               .assert_existing_objects_matched().expect_partial()
         except (AssertionError, tf.errors.OpError) as e:
           failed = str(e).strip().splitlines()[0][:200]
-        gc.collect()
-      finally:
-        logger.setLevel(level)
       if failed:
         raise ValueError(f"the input position saved in {restore_from} is not of this input "
                          f"pipeline ({failed})")
