@@ -56,10 +56,15 @@ def _start_training(model_dir, text):
   process = subprocess.Popen([sys.executable, "-c", program], env=ENV,  # pylint: disable=consider-using-with
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
   deadline = time.monotonic() + 300
-  while len(_listed(model_dir)) < 2:
-    assert process.poll() is None, process.stderr.read()[-3000:]
-    assert time.monotonic() < deadline
-    time.sleep(0.5)
+  try:
+    while len(_listed(model_dir)) < 2:
+      assert process.poll() is None, process.stderr.read()[-3000:]
+      assert time.monotonic() < deadline
+      time.sleep(0.5)
+  except BaseException:
+    process.kill()
+    process.wait()
+    raise
   return process
 
 
@@ -136,9 +141,11 @@ def test_a_checkpoint_not_listed_yet_is_not_read(tmp_path, shared_data_dir, text
 def test_a_lock_left_by_kill_9_is_taken_over(tmp_path, shared_data_dir, text):
   model_dir = _new_model_dir(tmp_path, shared_data_dir)
   training = _start_training(model_dir, text)
-  holder = _holder(model_dir)
-  training.send_signal(signal.SIGKILL)
-  training.wait()
+  try:
+    holder = _holder(model_dir)
+  finally:
+    training.send_signal(signal.SIGKILL)
+    training.wait()
   assert _holder(model_dir) == holder  # left behind, naming the dead process
   # Killed at any point of a save: a reader averages the last two listed checkpoints.
   listed = _listed(model_dir)
