@@ -2,7 +2,7 @@
 
 Loads `t2t_repro/decoding/beam_search.py` as it was at `--before` (via `git show`) next to
 the current one, decodes the first `--lines` lines of `--input_file` with each in
-`translate`'s batches (sorted, `--batch_tokens` source tokens, beam and alpha of the
+`translate`'s batches (sorted, `--decode_batch_tokens` source tokens, beam and alpha of the
 model's hparams, max length source + decode_extra_length), alternating them for
 `--rounds` rounds, and prints wall and CPU seconds per pass, whether the ids are equal and
 the largest score difference.
@@ -42,7 +42,7 @@ def main(argv=None):
   parser.add_argument("--input_file", required=True)
   parser.add_argument("--lines", type=int, default=500)
   parser.add_argument("--rounds", type=int, default=2)
-  parser.add_argument("--batch_tokens", type=int, default=4096)
+  parser.add_argument("--decode_batch_tokens", type=int, default=4096)
   args = parser.parse_args(argv)
 
   import numpy as np  # pylint: disable=import-outside-toplevel
@@ -52,7 +52,8 @@ def main(argv=None):
   model, hp, tokenizer = load_for_inference(args.model_dir)
   with open(args.input_file, encoding="utf-8") as f:
     lines = [line.strip() for line, _ in zip(f, range(args.lines))]
-  translator = Translator(model, tokenizer, DecodeConfig(batch_tokens=args.batch_tokens))
+  translator = Translator(model, tokenizer,
+                          DecodeConfig(decode_batch_tokens=args.decode_batch_tokens))
   batches = [inputs for _, inputs in translator.padded_batches(translator.encode(lines))]
 
   with tempfile.TemporaryDirectory() as tmp:
