@@ -109,7 +109,7 @@ def _read_lines(path, n):
   return [line for line in lines if line]
 
 
-def _batches(model, tokenizer, lines, decode_batch_tokens, batching="sorted", rows=64):
+def make_batches(model, tokenizer, lines, decode_batch_tokens, batching="sorted", rows=64):
   """[(line indices, int32 numpy [rows, width] 0-padded ids)] of `lines`:
 
   sorted    the translate command's (`Translator.padded_batches`: sorted by length,
@@ -220,7 +220,7 @@ def _run_child(mode, args):
   extra = hp.decode_extra_length if args.decode_extra_length is None else args.decode_extra_length
   n = args.uncached_lines if mode == "uncached" else args.lines
   text = _read_lines(args.input_file, n)
-  batches = _batches(model, tokenizer, text, args.decode_batch_tokens, args.child_batching,
+  batches = make_batches(model, tokenizer, text, args.decode_batch_tokens, args.child_batching,
                      args.unsorted_rows)
   never_eos = hp.vocab_size  # no beam ever ends: fixed, equal work (see module docstring)
   if mode == "savedmodel":
@@ -261,7 +261,7 @@ def _run_child(mode, args):
             "outputs": [list(outputs[j]) for j in range(len(text))],
             "weights_checksum": _checksum(model) if args.random_hparams else None}
   if mode == "cached" and args.uncached_lines:  # the same subset as `uncached`, for the speed-up
-    subset = _batches(model, tokenizer, text[:args.uncached_lines], args.decode_batch_tokens,
+    subset = make_batches(model, tokenizer, text[:args.uncached_lines], args.decode_batch_tokens,
                       args.child_batching, args.unsorted_rows)
     wall, tokens, _ = _timed_pass(decode, subset)
     lines = min(args.uncached_lines, len(text))
