@@ -233,3 +233,32 @@ def test_install_peers_is_the_readme_block():
     readme = f.read()
   block = readme[readme.index("which runs"):readme.index("- `--no-deps`")]
   assert script_commands == commands(block) and len(script_commands) == 3
+
+
+def _documented_commands():
+  """(doc, script, [--flag names]) of every `python benchmarks/X.py ...` command in the docs,
+  continuation lines joined."""
+  found = []
+  for doc in ("docs/BENCHMARKS.md", "docs/RESULTS.md", "benchmarks/README.md", "README.md"):
+    with open(os.path.join(_REPO_ROOT, doc), encoding="utf-8") as f:
+      text = f.read().replace("\\\n", " ")
+    for match in re.finditer(r"python (benchmarks/\w+\.py)([^\n`|]*)", text):
+      flags = re.findall(r"(?<!\S)(--\w+)", match[2].split("#")[0])
+      found.append((doc, match[1], flags))
+  return found
+
+
+def test_documented_benchmark_flags_exist():
+  """Every flag a documented benchmark command gives is one its script accepts (a renamed
+  flag, e.g. --batch_tokens -> --decode_batch_tokens, fails here)."""
+  commands = _documented_commands()
+  assert len({script for _, script, _ in commands}) >= 10
+  helps = {}
+  for doc, script, flags in commands:
+    if script not in helps:
+      proc = subprocess.run([sys.executable, os.path.join(_REPO_ROOT, script), "--help"],
+                            capture_output=True, text=True, timeout=120, check=False)
+      assert proc.returncode == 0, (script, proc.stderr[-2000:])
+      helps[script] = set(re.findall(r"(--\w+)", proc.stdout))
+    unknown = [flag for flag in flags if flag not in helps[script]]
+    assert not unknown, f"{doc}: {script} has no {unknown}"
