@@ -2,10 +2,12 @@
 
 Loads `t2t_repro/decoding/beam_search.py` as it was at `--before` (via `git show`) next to
 the current one, decodes the first `--lines` lines of `--input_file` with each in
-`translate`'s batches (sorted, `--batch_tokens` source tokens, beam and alpha of the
-model's hparams, max length source + decode_extra_length), alternating them for
-`--rounds` rounds, and prints wall and CPU seconds per pass, whether the ids are equal and
-the largest score difference.
+`translate`'s batches (sorted, `--decode_batch_tokens` source tokens; or with
+`--batching=unsorted` `--unsorted_rows` lines per batch in input order, or `one` line at a
+time: `decode_throughput.py`'s batchings), beam and alpha of the model's hparams, max length
+source + decode_extra_length, alternating them for `--rounds` rounds, and prints wall and CPU
+seconds per pass, output tokens per CPU second, whether the ids are equal and the largest
+score difference.
 
   python benchmarks/beam_search_before_after.py --model_dir=runs/m30k_b --before=185d00a \
       --input_file=../shared/data/multi30k/test_2016_flickr.en --lines=500 --rounds=2
@@ -15,8 +17,12 @@ import argparse
 import importlib.util
 import os
 import subprocess
+import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import decode_throughput  # noqa: E402  pylint: disable=wrong-import-position
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _MODULE = "t2t_repro/decoding/beam_search.py"
@@ -42,18 +48,19 @@ def main(argv=None):
   parser.add_argument("--input_file", required=True)
   parser.add_argument("--lines", type=int, default=500)
   parser.add_argument("--rounds", type=int, default=2)
-  parser.add_argument("--batch_tokens", type=int, default=4096)
+  parser.add_argument("--decode_batch_tokens", type=int, default=4096)
+  parser.add_argument("--batching", choices=decode_throughput.BATCHINGS, default="sorted")
+  parser.add_argument("--unsorted_rows", type=int, default=64)
   args = parser.parse_args(argv)
 
   import numpy as np  # pylint: disable=import-outside-toplevel
-  from t2t_repro.decoding.translator import DecodeConfig, Translator  # pylint: disable=import-outside-toplevel
   from t2t_repro.decoding import beam_search as after  # pylint: disable=import-outside-toplevel
   from t2t_repro.decoding.loading import load_for_inference  # pylint: disable=import-outside-toplevel
   model, hp, tokenizer = load_for_inference(args.model_dir)
   with open(args.input_file, encoding="utf-8") as f:
     lines = [line.strip() for line, _ in zip(f, range(args.lines))]
-  translator = Translator(model, tokenizer, DecodeConfig(batch_tokens=args.batch_tokens))
-  batches = [inputs for _, inputs in translator.padded_batches(translator.encode(lines))]
+  batches = [inputs for _, inputs in decode_throughput.make_batches(
+      model, tokenizer, lines, args.decode_batch_tokens, args.batching, args.unsorted_rows)]
 
   with tempfile.TemporaryDirectory() as tmp:
     kinds = {"before": load_revision(args.before, tmp), "after": after}
@@ -64,14 +71,17 @@ def main(argv=None):
           decode_extra_length=hp.decode_extra_length)) for x in batches]
 
     outputs = {name: run(module) for name, module in kinds.items()}  # first calls: tracing
-    print(f"{len(lines)} lines, {len(batches)} batches, beam {hp.beam_size}, alpha {hp.alpha}")
-    print("| round | kind | wall [s] | CPU [s] | load |\n|---|---|---|---|---|")
+    tokens = sum(int((ids[:, 0] > 0).sum()) for ids, _ in outputs["after"])
+    print(f"{len(lines)} lines, {len(batches)} {args.batching} batches, beam {hp.beam_size}, "
+          f"alpha {hp.alpha}, {tokens} output tokens per pass")
+    print("| round | kind | wall [s] | CPU [s] | tokens/CPU-s | load |\n|---|---|---|---|---|---|")
     for round_ in range(1, args.rounds + 1):
       for name, module in kinds.items():
         cpu, start = time.process_time(), time.perf_counter()
         outputs[name] = run(module)
-        print(f"| {round_} | {name} | {time.perf_counter() - start:.1f} "
-              f"| {time.process_time() - cpu:.1f} | {os.getloadavg()[0]:.1f} |", flush=True)
+        cpu = time.process_time() - cpu
+        print(f"| {round_} | {name} | {time.perf_counter() - start:.2f} | {cpu:.2f} "
+              f"| {tokens / cpu:.0f} | {os.getloadavg()[0]:.1f} |", flush=True)
   same = all(a[0].shape == b[0].shape and (a[0] == b[0]).all()
              for a, b in zip(outputs["before"], outputs["after"]))
   diff = max(float(np.abs(a[1] - b[1]).max()) for a, b in zip(outputs["before"], outputs["after"]))

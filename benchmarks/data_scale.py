@@ -80,10 +80,10 @@ def build(args):
     if not os.path.lexists(link):
       os.symlink(os.path.join(os.path.abspath(args.data_dir), rel), link)
   out = os.path.join(args.out, "wmt14")
-  build_corpus(args.data_dir, ENDE_SOURCES, ENDE_PAIRS, os.path.join(out, "train.en-de.en"),
-               os.path.join(out, "train.en-de.de"), seed=13)
-  build_corpus(args.data_dir, ENFR_SOURCES, ENFR_PAIRS, os.path.join(out, "train.en-fr.en"),
-               os.path.join(out, "train.en-fr.fr"), seed=14)
+  build_corpus(args.data_dir, ENDE_SOURCES, round(ENDE_PAIRS * args.pairs_fraction),
+               os.path.join(out, "train.en-de.en"), os.path.join(out, "train.en-de.de"), seed=13)
+  build_corpus(args.data_dir, ENFR_SOURCES, round(ENFR_PAIRS * args.pairs_fraction),
+               os.path.join(out, "train.en-fr.en"), os.path.join(out, "train.en-fr.fr"), seed=14)
 
 
 CORPORA = (  # name, problem, data dir ("shared": --data_dir, else --out)
@@ -183,6 +183,8 @@ def measure(args):
   python = sys.executable
   rows = []
   for name, problem, where in CORPORA:
+    if problem not in args.problems.split(","):
+      continue
     data_dir = args.data_dir if where == "shared" else args.out
     key = problem
     cache = os.path.join(work, f"cache_{key}")
@@ -210,10 +212,11 @@ def measure(args):
       row[f"pipe{cores}"] = (float(first), float(rate))
     if problem == "translate_ende_wmt14":
       row["load_prepare"] = _load()
-      out = run([python, "-c", _PREPARE, problem, data_dir, cache, str(VOCAB_SIZE), "200000",
+      out = run([python, "-c", _PREPARE, problem, data_dir, cache, str(VOCAB_SIZE),
+                 str(args.prepare_pairs),
                  os.path.join(work, "prepared.tfrecord")], log)[2]
       prepare_rate, prepared, streamed = map(float, out.split("RESULT")[1].split())
-      print(f"prepare probe (200,000 pairs of {name}, 2 cores, load {row['load_prepare']}): "
+      print(f"prepare probe ({args.prepare_pairs:,} pairs of {name}, 2 cores, load {row['load_prepare']}): "
             f"writing tokenized TFRecords {prepare_rate:,.0f} pairs/s (36M pairs: "
             f"{36e6 / prepare_rate / 3600:.1f} h); reading them + bucketing {prepared:,.0f} target "
             f"tok/s; tokenizing on the fly + bucketing {streamed:,.0f} target tok/s", flush=True)
@@ -250,6 +253,13 @@ def main():
   parser.add_argument("--out", required=True, help="scratch folder of the synthetic corpora")
   parser.add_argument("--work", default=None, help="scratch folder of vocabularies and model dirs "
                       "(default: work/ next to --out)")
+  parser.add_argument("--pairs_fraction", type=float, default=1.0,
+                      help="build: this fraction of the paper's corpus sizes (a smoke test's "
+                      "small corpora)")
+  parser.add_argument("--problems", default=",".join(p for _, p, _ in CORPORA),
+                      help="measure: these of the corpora's problems")
+  parser.add_argument("--prepare_pairs", type=int, default=200_000,
+                      help="measure: pairs written by the tokenized-TFRecord probe")
   parser.add_argument("--pipeline_seconds", type=float, default=20,
                       help="time the training pipeline this long after its first batch [s]")
   args = parser.parse_args()

@@ -3,8 +3,10 @@
 Translates the first `--lines` lines of `--input_file` (default: newstest2014
 English) with beam size `--beam_size` (default: the model's hparams, 4) and the
 model's alpha, batched like `python -m t2t_repro.translate` (sorted by length,
-`--batch_tokens` source tokens per batch, max output length = source length +
-hparams.decode_extra_length), in three modes, each in a fresh subprocess (so
+`--decode_batch_tokens` padded source tokens per batch, max output length = source length +
+hparams.decode_extra_length; `--batchings` adds `unsorted`: `--unsorted_rows` lines per batch in
+input order, as a server's batch of one-sentence requests, and `one`: one line at a time), in
+modes, each in a fresh subprocess (so
 that peak RSS is per mode and TF_ENABLE_ONEDNN_OPTS is applied at import):
 
   cached      `beam_search.beam_search` (incremental decoding with the K/V cache)
@@ -80,19 +82,16 @@ the model included), and whether the outputs equal the cached decoder's.
 
 import argparse
 import itertools
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # pylint: disable=wrong-import-position
 import peer_models  # pylint: disable=wrong-import-position
-import peers  # pylint: disable=wrong-import-position
 
-RESULT_PREFIX = "DECODE_RESULT "
 DEFAULT_INPUT = "../shared/data/wmt14/newstest2014-full.en-de.en"
 MODES = ("cached", "cached_bfloat16", "uncached", "savedmodel", "ours_fixed", "ours_bfloat16_fixed",
          "model_garden_fixed",
@@ -100,6 +99,7 @@ MODES = ("cached", "cached_bfloat16", "uncached", "savedmodel", "ours_fixed", "o
 FIXED_MODES = tuple(m for m in MODES if m.endswith("_fixed"))
 CT2_QUANTIZATION = {"ctranslate2_float32": None, "ctranslate2_int8": "int8",
                     "ctranslate2_float32_fixed": None}
+BATCHINGS = ("sorted", "unsorted", "one")
 
 
 def _read_lines(path, n):
@@ -109,11 +109,25 @@ def _read_lines(path, n):
   return [line for line in lines if line]
 
 
-def _batches(model, tokenizer, lines, batch_tokens):
-  """Padded int32 numpy batches of the translate command (`Translator.padded_batches`)."""
+def make_batches(model, tokenizer, lines, decode_batch_tokens, batching="sorted", rows=64):
+  """[(line indices, int32 numpy [rows, width] 0-padded ids)] of `lines`:
+
+  sorted    the translate command's (`Translator.padded_batches`: sorted by length,
+            `decode_batch_tokens` padded source tokens per batch)
+  unsorted  `rows` lines per batch in input order (what a server's batch of one-sentence
+            requests holds), padded to the batch's longest
+  one       each line alone
+  """
+  from t2t_repro.data import batching as batching_lib  # pylint: disable=import-outside-toplevel
   from t2t_repro.decoding import translator  # pylint: disable=import-outside-toplevel
-  t = translator.Translator(model, tokenizer, translator.DecodeConfig(batch_tokens=batch_tokens))
-  return list(t.padded_batches(t.encode(lines)))
+  t = translator.Translator(model, tokenizer, translator.DecodeConfig(
+      decode_batch_tokens=decode_batch_tokens))
+  ids = t.encode(lines)
+  if batching == "sorted":
+    return list(t.padded_batches(ids))
+  size = rows if batching == "unsorted" else 1
+  return [(list(range(i, min(i + size, len(ids)))),
+           batching_lib.pad_rows(ids[i:i + size])) for i in range(0, len(ids), size)]
 
 
 def _timed_pass(decode, batches, count_all=False):
@@ -199,13 +213,15 @@ def _run_child(mode, args):
   import numpy as np  # pylint: disable=import-outside-toplevel
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+  tf.config.threading.set_inter_op_parallelism_threads(args.threads)
   from t2t_repro.decoding import beam_search as bs  # pylint: disable=import-outside-toplevel
   model, hp, tokenizer = _load(mode, args)
   beam = args.beam_size or hp.beam_size
   extra = hp.decode_extra_length if args.decode_extra_length is None else args.decode_extra_length
   n = args.uncached_lines if mode == "uncached" else args.lines
   text = _read_lines(args.input_file, n)
-  batches = _batches(model, tokenizer, text, args.batch_tokens)
+  batches = make_batches(model, tokenizer, text, args.decode_batch_tokens, args.child_batching,
+                     args.unsorted_rows)
   never_eos = hp.vocab_size  # no beam ever ends: fixed, equal work (see module docstring)
   if mode == "savedmodel":
     loaded = tf.saved_model.load(os.path.join(args.export_dir, "savedmodel"))
@@ -235,21 +251,23 @@ def _run_child(mode, args):
   cpu0 = time.process_time()
   wall, tokens, outputs = _timed_pass(decode, batches, count_all=mode in FIXED_MODES)
   cpu = time.process_time() - cpu0
-  result = {"mode": mode, "lines": len(text), "beam_size": beam, "alpha": hp.alpha,
+  result = {"mode": mode, "batching": args.child_batching, "threads": args.threads,
+            "lines": len(text), "beam_size": beam, "alpha": hp.alpha,
             "trace_s": trace_s, "wall_s": wall, "cpu_s": cpu, "output_tokens": tokens,
             "sentences_per_s": len(text) / wall, "tokens_per_s": tokens / wall,
             "tokens_per_cpu_s": tokens / cpu, "process_cpu_per_wall": cpu / wall,
             "loadavg_1min_before": load_before,
-            "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1") not in ("0", "false"),
+            "onednn": benchlib.onednn_enabled(),
             "outputs": [list(outputs[j]) for j in range(len(text))],
             "weights_checksum": _checksum(model) if args.random_hparams else None}
   if mode == "cached" and args.uncached_lines:  # the same subset as `uncached`, for the speed-up
-    subset = _batches(model, tokenizer, text[:args.uncached_lines], args.batch_tokens)
+    subset = make_batches(model, tokenizer, text[:args.uncached_lines], args.decode_batch_tokens,
+                      args.child_batching, args.unsorted_rows)
     wall, tokens, _ = _timed_pass(decode, subset)
     lines = min(args.uncached_lines, len(text))
     result.update(subset_lines=lines, subset_wall_s=wall, subset_sentences_per_s=lines / wall,
                   subset_tokens_per_s=tokens / wall)
-  result["peak_rss_bytes"] = peers.peak_rss_bytes()
+  result["peak_rss_bytes"] = benchlib.peak_rss_bytes()
   return result
 
 
@@ -273,49 +291,45 @@ def _export(mode, args):
   return {"mode": "export", "export_s": time.perf_counter() - start}
 
 
-def run_isolated(mode, args, export_dir, onednn, export=False):
-  """One mode (or its export, with `export`) in a fresh process with TF_ENABLE_ONEDNN_OPTS set."""
-  env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="1" if onednn else "0")
-  env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-  cmd = [sys.executable, os.path.abspath(__file__), f"--child={mode}", f"--threads={args.threads}",
-         f"--export_only={int(export)}",
-         f"--model_dir={os.path.abspath(args.model_dir)}", f"--input_file={args.input_file}",
-         f"--lines={args.lines}", f"--uncached_lines={args.uncached_lines}",
-         f"--batch_tokens={args.batch_tokens}", f"--beam_size={args.beam_size}",
-         f"--export_dir={export_dir}", f"--random_hparams={args.random_hparams}"]
+def run_isolated(mode, args, export_dir, onednn, export=False, batching="sorted", threads=2):
+  """One mode (or its export, with `export`) in a fresh process (`benchlib.run_isolated`)."""
+  flags = [f"--child={mode}", f"--child_batching={batching}", f"--threads={threads}",
+           f"--export_only={int(export)}",
+           f"--model_dir={os.path.abspath(args.model_dir)}", f"--input_file={args.input_file}",
+           f"--lines={args.lines}", f"--uncached_lines={args.uncached_lines}",
+           f"--decode_batch_tokens={args.decode_batch_tokens}",
+           f"--unsorted_rows={args.unsorted_rows}", f"--beam_size={args.beam_size}",
+           f"--export_dir={export_dir}", f"--random_hparams={args.random_hparams}"]
   if args.decode_extra_length is not None:
-    cmd.append(f"--decode_extra_length={args.decode_extra_length}")
-  proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600, check=False)
-  for line in reversed(proc.stdout.splitlines()):
-    if line.startswith(RESULT_PREFIX):
-      return json.loads(line[len(RESULT_PREFIX):])
-  raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}; stderr tail:\n"
-                     f"{proc.stderr[-3000:]}")
+    flags.append(f"--decode_extra_length={args.decode_extra_length}")
+  return benchlib.run_isolated(__file__, flags, onednn)
 
 
 def summarize(results):
   """Markdown table of the runs, with speed-ups and output agreement vs cached."""
   cached = next((r for r in results if r["mode"] == "cached"), None)
-  lines = ["| round | mode | lines | sentences/s | output tokens/s | tokens/CPU-s | wall [s] "
-           "| CPU [s] | first call [s] | peak RSS [MiB] | CPU/wall | load | same output as cached |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+  lines = ["| round | batching | threads | mode | lines | sentences/s | output tokens/s "
+           "| tokens/CPU-s | wall [s] | CPU [s] | first call [s] | peak RSS [MiB] | CPU/wall "
+           "| load | same output as cached |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
   for r in results:
     same = "-"
     if cached is not None and r["mode"] != "cached" and r["mode"] not in FIXED_MODES:
       n = r["lines"]
       same = f"{sum(a == b for a, b in zip(r['outputs'], cached['outputs'][:n]))}/{n}"
     lines.append(
-        f"| {r.get('round', 1)} | {r['mode']} | {r['lines']} "
+        f"| {r.get('round', 1)} | {r['batching']} | {r['threads']} | {r['mode']} | {r['lines']} "
         f"| {r['sentences_per_s']:.2f} | {r['tokens_per_s']:.1f} | {r['tokens_per_cpu_s']:.1f} "
         f"| {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['trace_s']:.1f} "
         f"| {r['peak_rss_bytes'] / 2**20:.0f} "
         f"| {r['process_cpu_per_wall']:.2f} | {r['loadavg_1min_before']:.1f} | {same} |")
     if r["mode"] == "cached" and "subset_lines" in r:
       lines.append(
-          f"| {r.get('round', 1)} | cached (uncached's subset) | {r['subset_lines']} "
-          f"| {r['subset_sentences_per_s']:.2f} | {r['subset_tokens_per_s']:.1f} | - "
-          f"| {r['subset_wall_s']:.1f} | - | - | - | - | - | - |")
-  lines.append(_medians(results))
+          f"| {r.get('round', 1)} | {r['batching']} | {r['threads']} | cached (uncached's subset) "
+          f"| {r['subset_lines']} | {r['subset_sentences_per_s']:.2f} "
+          f"| {r['subset_tokens_per_s']:.1f} | - | {r['subset_wall_s']:.1f} "
+          "| - | - | - | - | - | - |")
+  lines += ["", _medians(results)]
   uncached = next((r for r in results if r["mode"] == "uncached"), None)
   if cached and uncached and "subset_sentences_per_s" in cached:
     lines.append(f"\ncached / uncached on the same {uncached['lines']} lines: "
@@ -336,21 +350,24 @@ def summarize(results):
 
 
 def _medians(results):
-  """Median output tokens per wall and per CPU second of each mode over the rounds, and
-  their ratio to ctranslate2_float32."""
-  modes = list(dict.fromkeys(r["mode"] for r in results))
-  med = {m: {key: statistics.median(r[key] for r in results if r["mode"] == m)
-             for key in ("tokens_per_s", "tokens_per_cpu_s", "loadavg_1min_before")}
-         for m in modes}
-  peer = med.get("ctranslate2_float32") or med.get("ctranslate2_float32_fixed")
-  lines = ["", "| mode (median over rounds) | tokens/s | tokens/CPU-s | load "
-           "| vs CT2 float32 (wall) | vs CT2 float32 (CPU) |", "|---|---|---|---|---|---|"]
-  for m in modes:
-    ratio = (f"{med[m]['tokens_per_s'] / peer['tokens_per_s']:.2f}x "
-             f"| {med[m]['tokens_per_cpu_s'] / peer['tokens_per_cpu_s']:.2f}x") if peer else "- | -"
-    lines.append(f"| {m} | {med[m]['tokens_per_s']:.1f} | {med[m]['tokens_per_cpu_s']:.1f} "
-                 f"| {med[m]['loadavg_1min_before']:.1f} | {ratio} |")
-  return "\n".join(lines)
+  """Median output tokens per wall and per CPU second of each (batching, threads, mode) over
+  the rounds, and their ratio to ctranslate2_float32 (or _fixed) at the same batching and
+  threads: the median over rounds of each round's ratio (alternating runs)."""
+  peer = {}
+  for r in results:
+    if r["mode"] in ("ctranslate2_float32", "ctranslate2_float32_fixed"):
+      peer[(r.get("round", 1), r["batching"], r["threads"])] = r
+  for r in results:
+    other = peer.get((r.get("round", 1), r["batching"], r["threads"]))
+    if other is not None:
+      r["vs_ct2_wall"] = r["tokens_per_s"] / other["tokens_per_s"]
+      r["vs_ct2_cpu"] = r["tokens_per_cpu_s"] / other["tokens_per_cpu_s"]
+  return benchlib.summarize(
+      results, ("batching", "threads", "mode"),
+      [("tokens/s", "tokens_per_s", "{:.1f}"), ("tokens/CPU-s", "tokens_per_cpu_s", "{:.1f}"),
+       ("CPU/wall", "process_cpu_per_wall", "{:.2f}"), ("load", "loadavg_1min_before", "{:.1f}"),
+       ("vs CT2 float32 (wall)", "vs_ct2_wall", "{:.2f}x"),
+       ("vs CT2 float32 (CPU)", "vs_ct2_cpu", "{:.2f}x")])
 
 
 def main(argv=None):
@@ -360,35 +377,46 @@ def main(argv=None):
   parser.add_argument("--lines", type=int, default=500)
   parser.add_argument("--uncached_lines", type=int, default=100,
                       help="lines for the uncached decoder (0: skip it)")
-  parser.add_argument("--batch_tokens", type=int, default=4096)
+  parser.add_argument("--decode_batch_tokens", type=int, default=4096,
+                      help="padded source tokens per batch of the sorted batching")
+  parser.add_argument("--batchings", default="sorted",
+                      help=f"comma list of {', '.join(BATCHINGS)}: translate's sorted batches, "
+                      "--unsorted_rows lines per batch in input order, or one line at a time")
+  parser.add_argument("--unsorted_rows", type=int, default=64)
   parser.add_argument("--beam_size", type=int, default=0, help="0: the model's hparams")
   parser.add_argument("--modes", default=",".join(MODES))
   parser.add_argument("--onednn", type=int, choices=(0, 1), default=1)
   parser.add_argument("--json_out", default=None)
   parser.add_argument("--rounds", type=int, default=1,
                       help="run the modes round-robin this many times")
-  parser.add_argument("--threads", type=int, default=2,
-                      help="intra-op threads of TensorFlow and CTranslate2")
+  parser.add_argument("--threads", default="2",
+                      help="intra-op threads of TensorFlow and CTranslate2 (a comma list: each)")
   parser.add_argument("--random_hparams", default="",
                       help="an hparams set (e.g. base) with random weights instead of the model "
                            "dir's (whose vocabulary then encodes the sources); *_fixed modes only")
   parser.add_argument("--decode_extra_length", type=int, default=None,
                       help="output budget = source length + this [tokens]; default: the hparams'")
   parser.add_argument("--child", choices=MODES, default=None, help=argparse.SUPPRESS)
+  parser.add_argument("--child_batching", choices=BATCHINGS, default="sorted",
+                      help=argparse.SUPPRESS)
   parser.add_argument("--export_only", type=int, default=0, help=argparse.SUPPRESS)
   parser.add_argument("--export_dir", default=None, help=argparse.SUPPRESS)
   args = parser.parse_args(argv)
 
-  if args.child and args.export_only:
-    print(RESULT_PREFIX + json.dumps(_export(args.child, args)), flush=True)
-    return
   if args.child:
-    print(RESULT_PREFIX + json.dumps(_run_child(args.child, args)), flush=True)
+    args.threads = int(args.threads)
+    benchlib.print_result(_export(args.child, args) if args.export_only
+                          else _run_child(args.child, args))
     return
 
   unknown = set(args.modes.split(",")) - set(MODES)
   if unknown:
     parser.error(f"--modes: unknown {sorted(unknown)}; choose from {', '.join(MODES)}")
+  batchings = args.batchings.split(",")
+  if set(batchings) - set(BATCHINGS):
+    parser.error(f"--batchings: unknown {sorted(set(batchings) - set(BATCHINGS))}; choose from "
+                 f"{', '.join(BATCHINGS)}")
+  threads = [int(t) for t in args.threads.split(",")]
   if args.random_hparams:
     if set(args.modes.split(",")) - set(FIXED_MODES):
       parser.error(f"--random_hparams: only the equal-work modes {', '.join(FIXED_MODES)}")
@@ -402,8 +430,15 @@ def main(argv=None):
       parser.error(f"--random_hparams={args.random_hparams}: its vocabulary is smaller than the "
                    f"{pieces} pieces of {args.model_dir}/vocab.model, which encodes the sources")
   modes = [m for m in args.modes.split(",") if m != "uncached" or args.uncached_lines]
+  for peer, needs in (("model_garden", ("model_garden_fixed",)),
+                      ("ctranslate2", tuple(CT2_QUANTIZATION))):
+    skipped = benchlib.missing_peer(peer) if set(modes) & set(needs) else None
+    if skipped:
+      print(skipped, flush=True)
+      modes = [m for m in modes if m not in needs]
   print(f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}; {os.cpu_count()} CPUs; {args.input_file}, "
         f"first {args.lines} lines (uncached: {args.uncached_lines}); {args.threads} threads; "
+        f"{benchlib.cpu_name()}; "
         f"{args.rounds} rounds; load {os.getloadavg()[0]:.1f}", flush=True)
   results = []
   with tempfile.TemporaryDirectory(prefix="t2t_export_") as export_dir:
@@ -412,12 +447,14 @@ def main(argv=None):
         exp = run_isolated(mode, args, export_dir, args.onednn, export=True)
         print(f"export for {mode}: {exp['export_s']:.1f} s", flush=True)
     for round_ in range(1, args.rounds + 1):
-      for mode in modes:
-        res = run_isolated(mode, args, export_dir, args.onednn)
+      for batching, count, mode in itertools.product(batchings, threads, modes):
+        res = run_isolated(mode, args, export_dir, args.onednn, batching=batching,
+                           threads=count)
         res["round"] = round_
-        print(f"round {round_} {mode}: {res['sentences_per_s']:.2f} sentences/s, "
-              f"{res['tokens_per_s']:.1f} tokens/s, {res['tokens_per_cpu_s']:.1f} tokens/CPU-s, "
-              f"{res['wall_s']:.1f} s, load {res['loadavg_1min_before']:.1f}", flush=True)
+        print(f"round {round_} {batching} {count} threads {mode}: "
+              f"{res['sentences_per_s']:.2f} sentences/s, {res['tokens_per_s']:.1f} tokens/s, "
+              f"{res['tokens_per_cpu_s']:.1f} tokens/CPU-s, {res['wall_s']:.1f} s, "
+              f"load {res['loadavg_1min_before']:.1f}", flush=True)
         results.append(res)
   print()
   print(summarize(results), flush=True)

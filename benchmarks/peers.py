@@ -14,7 +14,7 @@ APIs (times in seconds, rates in tokens/s, memory in bytes, FLOPs in FLOP):
   run_isolated(kind, config, onednn, steps, warmup) -> dict, in a subprocess
   run_table(config, rounds, steps, warmup) -> list of dicts + markdown
 
-Command line (one measurement, prints one line ``PEERS_RESULT {json}``)::
+Command line (one measurement, prints one line ``BENCH_RESULT {json}``)::
 
   python benchmarks/peers.py --kind=torch --config='{"batch": 170}' \
       --onednn=1 --steps=10 --warmup=3
@@ -35,16 +35,14 @@ float32 ``Linear`` / ``bmm`` go to MKL sgemm either way, so expect no change.
 import argparse
 import json
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import time
 
+import benchlib
+from benchlib import peak_rss_bytes
 from peer_models import (full_config, make_batch, model_garden_step_fn,
                          torch_step_fn)
-
-RESULT_PREFIX = "PEERS_RESULT "
 
 
 # ----------------------------------------------------------------- FLOPs --
@@ -109,11 +107,6 @@ def transformer_train_flops(config=None):
 
 
 # --------------------------------------------------------------- measure --
-
-
-def peak_rss_bytes():
-  """Peak resident set size of this process so far [bytes] (ru_maxrss)."""
-  return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def measure(step_fn, warmup, steps, config=None):
@@ -264,12 +257,16 @@ def _run_kind(kind, config, onednn, steps, warmup, with_peak=True):
   return info
 
 
+def peer_of(kind):
+  """The peer ("model_garden" or "torch") a kind needs, None for matmul_tf."""
+  return {"model_garden": "model_garden", "torch": "torch", "matmul_torch": "torch"}.get(kind)
+
+
 def run_isolated(kind, config=None, onednn=True, steps=10, warmup=3,
                  timeout=900):
-  """One measurement in a fresh ``python benchmarks/peers.py`` process.
-
-  TF_ENABLE_ONEDNN_OPTS is set to "1"/"0" in the child's environment so it is
-  in force when TensorFlow is imported there (it has no effect later).
+  """One measurement in a fresh ``python benchmarks/peers.py`` process
+  (``benchlib.run_isolated``: TF_ENABLE_ONEDNN_OPTS set in the child's environment, so it is
+  in force when TensorFlow is imported there).
 
   Args:
     kind: "model_garden", "torch", "matmul_tf" or "matmul_torch".
@@ -284,24 +281,15 @@ def run_isolated(kind, config=None, onednn=True, steps=10, warmup=3,
     matmul peak, both float32), loss_after.
 
   Raises:
+    ValueError: an unknown kind.
     RuntimeError: the child failed or printed no result line.
   """
   if kind not in KINDS:
     raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-  env = dict(os.environ)
-  env["TF_ENABLE_ONEDNN_OPTS"] = "1" if onednn else "0"
-  env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-  cmd = [sys.executable, os.path.abspath(__file__), f"--kind={kind}",
-         f"--config={json.dumps(config or {})}",
-         f"--onednn={int(bool(onednn))}", f"--steps={steps}",
-         f"--warmup={warmup}"]
-  proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
-                        timeout=timeout, check=False)
-  for line in reversed(proc.stdout.splitlines()):
-    if line.startswith(RESULT_PREFIX):
-      return json.loads(line[len(RESULT_PREFIX):])
-  raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode} without a "
-                     f"result line; stderr tail:\n{proc.stderr[-3000:]}")
+  return benchlib.run_isolated(
+      __file__, [f"--kind={kind}", f"--config={json.dumps(config or {})}",
+                 f"--onednn={int(bool(onednn))}", f"--steps={steps}", f"--warmup={warmup}"],
+      onednn, timeout)
 
 
 def cpu_idle_fraction(interval=2.0):
@@ -344,6 +332,11 @@ def run_table(config=None, rounds=3, steps=10, warmup=3,
     list of result dicts (``run_isolated``), in run order, with "round".
   """
   results = []
+  for kind in kinds:
+    skipped = benchlib.missing_peer(peer_of(kind)) if peer_of(kind) else None
+    if skipped:
+      print(skipped, flush=True)
+  kinds = [k for k in kinds if not peer_of(k) or not benchlib.missing_peer(peer_of(k))]
   for r in range(rounds):
     for kind in kinds:
       for onednn in (False, True):
@@ -385,23 +378,15 @@ def summarize(results):
   The last two columns use the fastest single step of all rounds: on a
   shared machine it is the best estimate of the uncontended step time.
   """
-  lines = [_HEADER] + [_row(r) for r in results]
-  lines += ["", "| peer | oneDNN | runs | median target tok/s (min..max) | "
-            "median step [s] | median MFU | best step [s] | best-step target "
-            "tok/s |", "|---|---|---|---|---|---|---|---|"]
-  groups = {}
   for r in results:
-    groups.setdefault((r["kind"], r["onednn"]), []).append(r)
-  for (kind, onednn), rs in groups.items():
-    tps = [r["target_tokens_per_s"] for r in rs]
-    lines.append(
-        f"| {kind} | {'on' if onednn else 'off'} | {len(rs)} "
-        f"| {statistics.median(tps):.0f} ({min(tps):.0f}..{max(tps):.0f}) "
-        f"| {statistics.median(r['median_step_s'] for r in rs):.3f} "
-        f"| {statistics.median(r['mfu'] for r in rs):.2f} "
-        f"| {min(r['min_step_s'] for r in rs):.3f} "
-        f"| {rs[0]['target_tokens_per_s'] * rs[0]['median_step_s'] / min(r['min_step_s'] for r in rs):.0f} |")
-  return "\n".join(lines)
+    r["best_step_target_tokens_per_s"] = (r["target_tokens_per_s"] * r["median_step_s"]
+                                          / r["min_step_s"])
+  return "\n".join([_HEADER] + [_row(r) for r in results]) + "\n\n" + benchlib.summarize(
+      results, ("kind", "onednn"),
+      [("median target tok/s", "target_tokens_per_s", "{:.0f}"),
+       ("median step [s]", "median_step_s", "{:.3f}"), ("median MFU", "mfu", "{:.2f}"),
+       ("best step [s]", "min_step_s", "{:.3f}", min),
+       ("best-step target tok/s", "best_step_target_tokens_per_s", "{:.0f}", max)])
 
 
 def main(argv=None):
@@ -441,6 +426,10 @@ def main(argv=None):
     return
   if not args.kind:
     parser.error("--kind or --table is required")
+  skipped = benchlib.missing_peer(peer_of(args.kind)) if peer_of(args.kind) else None
+  if skipped:
+    print(skipped, flush=True)
+    return
   if args.onednn is None:
     onednn = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1") not in ("0", "false")
   else:
@@ -448,8 +437,7 @@ def main(argv=None):
     if "tensorflow" in sys.modules:  # pragma: no cover - cannot happen here
       raise RuntimeError("TensorFlow imported before TF_ENABLE_ONEDNN_OPTS")
     os.environ["TF_ENABLE_ONEDNN_OPTS"] = str(int(onednn))
-  result = _run_kind(args.kind, config, onednn, args.steps, args.warmup)
-  print(RESULT_PREFIX + json.dumps(result), flush=True)
+  benchlib.print_result(_run_kind(args.kind, config, onednn, args.steps, args.warmup))
 
 
 if __name__ == "__main__":

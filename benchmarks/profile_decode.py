@@ -1,7 +1,7 @@
 """Where the time of one float32 beam-search decode goes on CPU (profile and ablations).
 
 Decodes the first `--lines` lines of `--input_file` as `python -m t2t_repro.translate` does
-(strip, tokenize, sort by length, `--batch_tokens` padded source tokens per batch,
+(strip, tokenize, sort by length, `--decode_batch_tokens` padded source tokens per batch,
 `beam_search.beam_search` with the model's alpha and decode_extra_length, n_best 1,
 float32, growing cache) and reports:
 
@@ -254,10 +254,11 @@ def load(args):
                     bfloat16=args.inference_dtype == "bfloat16")
 
 
-def make_batches(model, tokenizer, lines, batch_tokens):
+def make_batches(model, tokenizer, lines, decode_batch_tokens):
   """translate's padded batches: [(indices, int32 [rows, width])]."""
   from t2t_repro.decoding import translator  # pylint: disable=import-outside-toplevel
-  t = translator.Translator(model, tokenizer, translator.DecodeConfig(batch_tokens=batch_tokens))
+  t = translator.Translator(model, tokenizer, translator.DecodeConfig(
+      decode_batch_tokens=decode_batch_tokens))
   return list(t.padded_batches(t.bound_lengths(t.encode(lines), range(1, len(lines) + 1))))
 
 
@@ -315,8 +316,8 @@ def report(res):
   out = []
   w = res["whole"]
   out.append(f"{res['name']}: {res['lines']} lines, beam {res['beam_size']}, alpha "
-             f"{res['alpha']}, extra {res['decode_extra_length']}, batch_tokens "
-             f"{res['batch_tokens']}, {res['threads']} intra-op threads, inter-op "
+             f"{res['alpha']}, extra {res['decode_extra_length']}, decode_batch_tokens "
+             f"{res['decode_batch_tokens']}, {res['threads']} intra-op threads, inter-op "
              f"{res['inter_op'] or 'default'}, name scopes {res['name_scopes']}")
   out.append("\n| pass | wall [s] | CPU [s] | CPU/wall | output tokens | tokens/s | tokens/CPU-s "
              "| load |\n|---|---|---|---|---|---|---|---|")
@@ -391,7 +392,7 @@ def main(argv=None):
   parser.add_argument("--alpha", type=float, default=None, help="default: the hparams'")
   parser.add_argument("--decode_extra_length", type=int, default=None,
                       help="default: the hparams'")
-  parser.add_argument("--batch_tokens", type=int, default=4096, help="translate's default")
+  parser.add_argument("--decode_batch_tokens", type=int, default=4096, help="translate's default")
   parser.add_argument("--rounds", type=int, default=3, help="timed passes (after one warm-up)")
   parser.add_argument("--threads", type=int, default=2, help="intra-op threads")
   parser.add_argument("--inference_dtype", choices=("float32", "bfloat16"), default="float32",
@@ -420,11 +421,11 @@ def main(argv=None):
   alpha = hp.alpha if args.alpha is None else args.alpha
   extra = hp.decode_extra_length if args.decode_extra_length is None else args.decode_extra_length
   lines = _read_lines(args.input_file, args.lines)
-  batches = make_batches(model, tokenizer, lines, args.batch_tokens)
+  batches = make_batches(model, tokenizer, lines, args.decode_batch_tokens)
   name = (f"{args.random_hparams} (random weights)" if args.random_hparams
           else os.path.normpath(os.path.relpath(args.model_dir)))
   res = {"name": name, "lines": len(lines), "beam_size": beam, "alpha": alpha,
-         "decode_extra_length": extra, "batch_tokens": args.batch_tokens,
+         "decode_extra_length": extra, "decode_batch_tokens": args.decode_batch_tokens,
          "threads": args.threads, "inter_op": args.inter_op, "name_scopes": args.name_scopes,
          "vocab_size": model.vocab_size, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
   print(f"{res['date']}; {name}; {len(lines)} lines in {len(batches)} batches; load "

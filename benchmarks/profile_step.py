@@ -21,6 +21,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import benchlib  # noqa: E402  pylint: disable=wrong-import-position
 import traces  # noqa: E402  pylint: disable=wrong-import-position
 
 
@@ -49,6 +50,10 @@ def main(argv=None):
   args = parser.parse_args(argv)
   if args.mixed_precision != "none" and args.kind != "ours":
     parser.error("--mixed_precision: only with --kind=ours")
+  skipped = benchlib.missing_peer(args.kind) if args.kind == "model_garden" else None
+  if skipped:
+    print(skipped, flush=True)
+    return
 
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   if args.inter_op:

@@ -12,8 +12,8 @@ batch holds about 64 sentences instead of alternating halves).
 For each client count of --clients (1, 4, 16, 64), alternately over --rounds rounds:
 
   offline  the translate command's decoding (`Translator.nbest`, sorted by length,
-           --batch_tokens source tokens per batch) of the round's lines, in this process
-           (model loaded once, outside the timing); again with --small_batch_tokens per
+           --decode_batch_tokens source tokens per batch) of the round's lines, in this process
+           (model loaded once, outside the timing); again with --small_decode_batch_tokens per
            batch (about the server's batches at 64 clients: what batch size alone costs)
   server   the same lines sent one sentence per request by that many concurrent
            clients (aiohttp, asyncio); sentences/s, p50 and p99 latency, and the mean
@@ -51,7 +51,7 @@ import urllib.request
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import runlib  # pylint: disable=wrong-import-position
+import benchlib  # pylint: disable=wrong-import-position
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -114,14 +114,14 @@ def percentile(values, q):
   return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
-def offline_translator(model_dir, batch_tokens):
+def offline_translator(model_dir, decode_batch_tokens):
   """The translate command's Translator of `model_dir` (its hparams' decoding settings)."""
   # pylint: disable-next=import-outside-toplevel
   from t2t_repro.config import decode as config
   from t2t_repro.decoding import loading, translator
   model, hparams, tokenizer, _ = loading.load_models([model_dir], [None])
   return translator.Translator(model, tokenizer, config.DecodeConfig.resolve(
-      hparams, batch_tokens=batch_tokens))
+      hparams, decode_batch_tokens=decode_batch_tokens))
 
 
 def server_round(base, lines, clients, round_seconds):
@@ -242,8 +242,8 @@ def main():
   parser.add_argument("--requests_per_client", type=int, default=8)
   parser.add_argument("--min_requests", type=int, default=64)
   parser.add_argument("--round_seconds", type=float, default=60.0)
-  parser.add_argument("--batch_tokens", type=int, default=4096, help="offline translate's")
-  parser.add_argument("--small_batch_tokens", type=int, default=1024,
+  parser.add_argument("--decode_batch_tokens", type=int, default=4096, help="offline translate's")
+  parser.add_argument("--small_decode_batch_tokens", type=int, default=1024,
                       help="offline translate again with batches of about the server's size")
   parser.add_argument("--equal_lines", type=int, default=200)
   parser.add_argument("--overload_batches", type=int, default=4)
@@ -256,10 +256,10 @@ def main():
     corpus = [line.strip() for line in f if line.strip()]
   clients_list = [int(c) for c in args.clients.split(",")]
   result = {"command": " ".join(sys.argv), "server_flags": args.server_flags,
-            "small_batch_tokens": args.small_batch_tokens, "cpu": runlib.cpu_name(), "nproc": os.cpu_count(),
+            "small_decode_batch_tokens": args.small_decode_batch_tokens, "cpu": benchlib.cpu_name(), "nproc": os.cpu_count(),
             "load_start": os.getloadavg(), "date": time.strftime("%Y-%m-%d")}
-  translator = offline_translator(args.model_dir, args.batch_tokens)
-  small_batches = offline_translator(args.model_dir, args.small_batch_tokens)
+  translator = offline_translator(args.model_dir, args.decode_batch_tokens)
+  small_batches = offline_translator(args.model_dir, args.small_decode_batch_tokens)
   process, base = start_server(args.model_base_path, *args.server_flags.split())
   try:
     result["rss_mib_started"] = rss_mib(process.pid)
@@ -300,7 +300,7 @@ def table(result):
   """The results as markdown: one row per client count (medians over rounds)."""
   out = [f"CPU: {result['cpu']} ({result['nproc']} cores); load average at start "
          f"{result['load_start'][0]:.2f}, at end {result['load_end'][0]:.2f}", "",
-         f"| clients | offline sent/s | offline, {result['small_batch_tokens']}-token batches | "
+         f"| clients | offline sent/s | offline, {result['small_decode_batch_tokens']}-token batches | "
          "server sent/s | server/offline | p50 ms | p99 ms | mean batch |",
          "|---|---|---|---|---|---|---|---|"]
   for clients, row in result["rounds"].items():

@@ -53,16 +53,14 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # pylint: disable=wrong-import-position
 import peer_models  # pylint: disable=wrong-import-position
 import peers  # pylint: disable=wrong-import-position
-
-RESULT_PREFIX = "TRAIN_RESULT "
 OURS_KINDS = ("ours", "ours_xla", "ours_bf16")
 ALL_KINDS = OURS_KINDS + ("model_garden", "torch")
 E2E_KIND = "ours_e2e"
@@ -178,7 +176,7 @@ def e2e_measure(size, model_dir, data_dir, steps, warmup, jit_compile=False):
           "pipeline_padded_tokens_per_s": padded / pipe_s, "steps": steps, "warmup": warmup,
           "process_cpu_per_wall": cpu / wall, "loadavg_1min_before": load_before,
           "retraces": trainer._train_step.experimental_get_tracing_count(),  # pylint: disable=protected-access
-          "peak_rss_bytes": peers.peak_rss_bytes()}
+          "peak_rss_bytes": benchlib.peak_rss_bytes()}
 
 
 def real_batches(size, model_dir, data_dir, count):
@@ -243,7 +241,7 @@ def real_measure(kind, size, model_dir, data_dir, steps, warmup):
           "batches_checksum": int(sum(int(b["inputs"].sum()) + 7 * int(b["targets"].sum())
                                       for b in batches)),
           "steps": steps, "warmup": warmup, "process_cpu_per_wall": cpu / wall,
-          "loadavg_1min_before": load_before, "peak_rss_bytes": peers.peak_rss_bytes()}
+          "loadavg_1min_before": load_before, "peak_rss_bytes": benchlib.peak_rss_bytes()}
 
 
 def matmul_peak_gflops_tf_bf16(n=2048, repeats=10):
@@ -268,7 +266,7 @@ def _run_child(kind, size, config, steps, warmup, model_dir, data_dir):
   """One measurement in THIS process (TF must not be imported yet)."""
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   info = {"kind": kind, "size": size, "framework": "tensorflow " + tf.__version__,
-          "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1") not in ("0", "false"),
+          "onednn": benchlib.onednn_enabled(),
           "config": peer_models.full_config(config)}
   start = time.perf_counter()
   if kind == E2E_KIND:
@@ -293,25 +291,17 @@ def _run_child(kind, size, config, steps, warmup, model_dir, data_dir):
 
 def run_isolated(kind, size, config, onednn, steps, warmup, model_dir=None, data_dir=None,
                  timeout=1200):
-  """One measurement in a fresh process with TF_ENABLE_ONEDNN_OPTS set; peers via peers.py."""
+  """One measurement in a fresh process with TF_ENABLE_ONEDNN_OPTS set
+  (`benchlib.run_isolated`); the peers' via `peers.run_isolated`."""
   if kind in ("model_garden", "torch"):
     res = peers.run_isolated(kind, config, onednn, steps, warmup, timeout)
     res["size"] = size
     return res
-  env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="1" if onednn else "0")
-  env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-  cmd = [sys.executable, os.path.abspath(__file__), f"--child={kind}", f"--size={size}",
-         f"--config={json.dumps(config)}", f"--steps={steps}", f"--warmup={warmup}"]
-  if model_dir:
-    cmd.append(f"--model_dir={model_dir}")
-  if data_dir:
-    cmd.append(f"--data_dir={data_dir}")
-  proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
-  for line in reversed(proc.stdout.splitlines()):
-    if line.startswith(RESULT_PREFIX):
-      return json.loads(line[len(RESULT_PREFIX):])
-  raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}; stderr tail:\n"
-                     f"{proc.stderr[-3000:]}")
+  flags = [f"--child={kind}", f"--size={size}", f"--config={json.dumps(config)}",
+           f"--steps={steps}", f"--warmup={warmup}"]
+  flags += [f"--model_dir={model_dir}"] if model_dir else []
+  flags += [f"--data_dir={data_dir}"] if data_dir else []
+  return benchlib.run_isolated(__file__, flags, onednn, timeout)
 
 
 _HEADER = ("| size | kind | oneDNN | round | median step [s] | target tok/s | src+tgt tok/s | "
@@ -340,28 +330,27 @@ def summarize(results):
   Ratios are of the medians of target tokens/s (identical batches, so the same
   as src+tgt ratios).
   """
-  groups = {}
-  for r in results:
-    if r["kind"] != E2E_KIND and r["kind"] not in REAL_KINDS:
-      groups.setdefault((r["size"], r["onednn"], r["kind"]), []).append(r)
-  med = {key: statistics.median(r["target_tokens_per_s"] for r in rs) for key, rs in groups.items()}
-  lines = ["| size | oneDNN | kind | runs | median target tok/s (min..max) | median src+tgt tok/s "
-           "| median step [s] | median MFU | peak RSS [MiB] | / Model Garden | / PyTorch |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"] if groups else []
-  for (size, onednn, kind), rs in groups.items():
-    tps = [r["target_tokens_per_s"] for r in rs]
-    ratio = lambda peer: (f"{med[(size, onednn, kind)] / med[(size, onednn, peer)]:.2f}"
-                          if (size, onednn, peer) in med else "-")
-    lines.append(
-        f"| {size} | {'on' if onednn else 'off'} | {kind} | {len(rs)} "
-        f"| {med[(size, onednn, kind)]:.0f} ({min(tps):.0f}..{max(tps):.0f}) "
-        f"| {statistics.median(r['total_tokens_per_s'] for r in rs):.0f} "
-        f"| {statistics.median(r['median_step_s'] for r in rs):.3f} "
-        f"| {statistics.median(r['mfu'] for r in rs):.2f}"
-        f"{_bf16(rs[len(rs) // 2]) if kind == 'ours_bf16' else ''} "
-        f"| {max(r['peak_rss_bytes'] for r in rs) / 2**20:.0f} "
-        f"| {ratio('model_garden') if kind in OURS_KINDS else ''} "
-        f"| {ratio('torch') if kind in OURS_KINDS else ''} |")
+  synthetic = [r for r in results if r["kind"] != E2E_KIND and r["kind"] not in REAL_KINDS]
+  med = {}
+  for r in synthetic:
+    med.setdefault((r["size"], r["onednn"], r["kind"]), []).append(r["target_tokens_per_s"])
+  med = {key: statistics.median(values) for key, values in med.items()}
+  for r in synthetic:
+    for peer in ("model_garden", "torch"):
+      if r["kind"] in OURS_KINDS and (r["size"], r["onednn"], peer) in med:
+        r[f"vs_{peer}"] = (med[(r["size"], r["onednn"], r["kind"])]
+                           / med[(r["size"], r["onednn"], peer)])
+    r["peak_rss_mib"] = r["peak_rss_bytes"] / 2**20
+  lines = [benchlib.summarize(
+      synthetic, ("size", "onednn", "kind"),
+      [("median target tok/s", "target_tokens_per_s", "{:.0f}"),
+       ("min", "target_tokens_per_s", "{:.0f}", min), ("max", "target_tokens_per_s", "{:.0f}", max),
+       ("median src+tgt tok/s", "total_tokens_per_s", "{:.0f}"),
+       ("median step [s]", "median_step_s", "{:.3f}"), ("median MFU", "mfu", "{:.2f}"),
+       ("median MFU of the bf16 peak", "mfu_bf16", "{:.2f}"),
+       ("peak RSS [MiB]", "peak_rss_mib", "{:.0f}", max),
+       ("/ Model Garden", "vs_model_garden", "{:.2f}"), ("/ PyTorch", "vs_torch", "{:.2f}")])
+           ] if synthetic else []
   real = [r for r in results if r["kind"] in REAL_KINDS]
   if real:
     lines += ["", "| size | kind | round | real target tok/s | real src+tgt tok/s | step [s] | "
@@ -432,15 +421,20 @@ def main(argv=None):
   if args.child:
     config = json.loads(args.config) if args.config else peer_config(args.size, args.batch,
                                                                       args.length)
-    res = _run_child(args.child, args.size, config, args.steps, args.warmup, args.model_dir,
-                     args.data_dir)
-    print(RESULT_PREFIX + json.dumps(res), flush=True)
+    benchlib.print_result(_run_child(args.child, args.size, config, args.steps, args.warmup,
+                                     args.model_dir, args.data_dir))
     return
 
   onednn = {"on": (True,), "off": (False,), "both": (True, False)}[args.onednn]
   kinds = args.kinds.split(",")
   if set(kinds) - set(ALL_KINDS):
     parser.error(f"--kinds: unknown {sorted(set(kinds) - set(ALL_KINDS))}")
+  for peer in ("model_garden", "torch"):
+    skipped = benchlib.missing_peer(peer) if peer in kinds or (
+        peer == "model_garden" and args.real_steps) else None
+    if skipped:
+      print(skipped, flush=True)
+      kinds = [k for k in kinds if k != peer]
   print(f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}; {os.cpu_count()} CPUs; "
         f"token budget {args.batch} x {args.length} per side", flush=True)
   print(_HEADER, flush=True)
@@ -458,8 +452,11 @@ def main(argv=None):
   if args.real_steps:
     if not args.model_dir:
       parser.error("--real_steps needs --model_dir (for vocab.model)")
+    skipped = benchlib.missing_peer("model_garden")
+    if skipped:
+      print(skipped, flush=True)
     for r in range(args.real_rounds):
-      for kind in REAL_KINDS:
+      for kind in REAL_KINDS[:1] if skipped else REAL_KINDS:
         res = run_isolated(kind, args.real_size, None, onednn[0], args.real_steps, args.warmup,
                            os.path.abspath(args.model_dir), args.data_dir)
         res["round"] = r

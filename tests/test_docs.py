@@ -188,7 +188,7 @@ def test_links_resolve(name):
       assert os.path.exists(path), f"{name} links {target}, which does not exist"
 
 
-@pytest.mark.parametrize("name, limit", [("docs/RESULTS.md", 300), ("docs/BENCHMARKS.md", 350),
+@pytest.mark.parametrize("name, limit", [("docs/RESULTS.md", 300), ("docs/BENCHMARKS.md", 370),
                                          ("docs/TABLE3.md", 300)])
 def test_results_docs_stay_within_their_line_limits(name, limit):
   """The results docs say what holds now, each result a table with its command: bounded."""

@@ -252,22 +252,29 @@ class _Search:
   def leave_batch(self, loop, beam_rows, state_rows, alive_tokens, model_state):
     """Sentences that are done go to the results and leave the active batch; the model
     state is reordered with the beams (its rows `state_rows` [b, k] become the new beams)
-    and, when some left, with the remaining sentences."""
+    and, when some left, with the remaining sentences. A step where none is done costs the
+    reorder alone (one branch of a `tf.cond`)."""
     done = loop.active.done
-    results = tf.nest.map_structure(
-        lambda out, x: tf.tensor_scatter_nd_update(out, tf.boolean_mask(loop.rows, done)[:, None],
-                                                   tf.boolean_mask(x, done)),
-        loop.results, loop.active)
-    stay = tf.cast(tf.reshape(tf.where(tf.logical_not(done)), [-1]), tf.int32)
-    active = tf.nest.map_structure(lambda x: tf.gather(x, stay), loop.active)
-    beam_rows = tf.gather(beam_rows, stay)
-    state_rows = tf.reshape(tf.gather(state_rows, stay), [-1])
-    model_state = tf.cond(
-        tf.reduce_any(done),
-        lambda: self.decoder.reorder(model_state, state_rows, stay),
-        lambda: self.decoder.reorder(model_state, state_rows))
-    loop = loop._replace(rows=tf.gather(loop.rows, stay), active=active, results=results)
-    return loop, beam_rows, tf.gather(alive_tokens, stay), model_state
+
+    def leave():
+      results = tf.nest.map_structure(
+          lambda out, x: tf.tensor_scatter_nd_update(
+              out, tf.boolean_mask(loop.rows, done)[:, None], tf.boolean_mask(x, done)),
+          loop.results, loop.active)
+      stay = tf.cast(tf.reshape(tf.where(tf.logical_not(done)), [-1]), tf.int32)
+      kept = tf.nest.map_structure(lambda x: tf.gather(x, stay),
+                                   (loop.rows, loop.active, beam_rows, alive_tokens))
+      rows = tf.reshape(tf.gather(state_rows, stay), [-1])
+      return kept + (results, self.decoder.reorder(model_state, rows, stay))
+
+    def stay_all():
+      return (loop.rows, loop.active, beam_rows, alive_tokens, loop.results,
+              self.decoder.reorder(model_state, tf.reshape(state_rows, [-1])))
+
+    rows, active, beam_rows, alive_tokens, results, model_state = tf.cond(
+        tf.reduce_any(done), leave, stay_all)
+    return (loop._replace(rows=rows, active=active, results=results), beam_rows, alive_tokens,
+            model_state)
 
   def n_best_lists(self, results):
     """The finished hypotheses (sorted), then unfinished ones if too few finished:
