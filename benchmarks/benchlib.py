@@ -15,6 +15,8 @@ import statistics
 import subprocess
 import sys
 
+from t2t_repro.logs import cpu_name  # pylint: disable=unused-import  (benchlib.cpu_name)
+
 RESULT_PREFIX = "BENCH_RESULT "
 
 # Modules a peer needs, and how to install them (benchmarks/README.md).
@@ -104,19 +106,3 @@ def summarize(results, group_by, columns):
     lines.append("| " + " | ".join(cells) + " |")
   return "\n".join(lines)
 
-
-def cpu_name(cpuinfo="/proc/cpuinfo"):
-  """The CPU this process runs on, as a timing names it: the vendor's model name and the
-  widest vector ISA TensorFlow's CPU kernels use ('AVX-512 + BF16', 'AVX-512', 'AVX2' or
-  'no AVX2'); 'unknown' where `cpuinfo` cannot be read."""
-  try:
-    with open(cpuinfo, encoding="utf-8") as f:
-      text = f.read().split("\n\n", 1)[0]
-  except OSError:
-    return "unknown"
-  fields = dict((k.strip(), v.strip()) for k, _, v in
-                (line.partition(":") for line in text.splitlines()))
-  flags = set(fields.get("flags", "").split())
-  isa = ("AVX-512 + BF16" if flags & {"avx512_bf16", "amx_bf16"} else
-         "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2")
-  return f"{fields.get('model name', 'unknown')}, {isa}"

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 
+from t2t_repro.logs import cpu_name  # pylint: disable=unused-import  (runlib.cpu_name)
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -61,22 +63,6 @@ def _latest_step(model_dir):
   return int(latest.rsplit("-", 1)[1]) if latest else 0
 
 
-def cpu_name(cpuinfo="/proc/cpuinfo"):
-  """The CPU this process runs on, as a timing names it: the vendor's model name, family and
-  model number, and the widest vector ISA that TensorFlow's CPU kernels use ('AVX-512 +
-  BF16', 'AVX-512', 'AVX2' or 'no AVX2'); 'unknown' where `cpuinfo` cannot be read."""
-  try:
-    with open(cpuinfo, encoding="utf-8") as f:
-      text = f.read().split("\n\n", 1)[0]
-  except OSError:
-    return "unknown"
-  fields = dict((k.strip(), v.strip()) for k, _, v in
-                (line.partition(":") for line in text.splitlines()))
-  flags = set(fields.get("flags", "").split())
-  isa = ("AVX-512 + BF16" if flags & {"avx512_bf16", "amx_bf16"} else
-         "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2")
-  return (f"{fields.get('model name', 'unknown')} family {fields.get('cpu family', '?')} "
-          f"model {fields.get('model', '?')}, {isa}")
 
 
 def train_time_cell(runs):
