@@ -43,15 +43,15 @@ async def _serve(options, requests, decoder):
 
 def test_requests_are_merged_within_the_row_and_token_bounds_and_split_back():
   options = BatchingOptions(max_batch_size=4, max_batch_tokens=20, batch_timeout_micros=50_000)
-  requests = [("a", ["x1", "x2"], [5, 5]),       # batch 1
-              ("a", ["y1", "y2", "y3"], [4, 4, 4]),  # y1, y2 fit batch 1 (4 rows: 18 tokens)
-              ("b", ["z1"], [3]),                # another signature: a batch of its own
-              ("a", ["w1"], [30])]               # over the token budget: alone
+  requests = [(("m", "a"), ["x1", "x2"], [5, 5]),  # batch 1
+              (("m", "a"), ["y1", "y2", "y3"], [4, 4, 4]),  # y1, y2 fit batch 1 (18 tokens)
+              (("m", "b"), ["z1"], [3]),  # another signature: a batch of its own
+              (("m", "a"), ["w1"], [30])]  # over the token budget: alone
   recorder = _Recorder()
   results = _run(_serve(options, requests, recorder))
   # Batches are decoded in the order they were opened.
-  assert recorder.batches == [("a", ["x1", "x2", "y1", "y2"]), ("a", ["y3"]), ("b", ["z1"]),
-                              ("a", ["w1"])]
+  assert recorder.batches == [(("m", "a"), ["x1", "x2", "y1", "y2"]), (("m", "a"), ["y3"]),
+                              (("m", "b"), ["z1"]), (("m", "a"), ["w1"])]
   for (_, rows, _), result in zip(requests, results):
     assert [t.decode() for t in result["translations"]] == [r.upper() for r in rows]
     assert result["lengths"].tolist() == [len(r) for r in rows]
@@ -61,7 +61,7 @@ def test_a_request_larger_than_a_batch_is_split_and_rejoined_in_order():
   options = BatchingOptions(max_batch_size=3, max_batch_tokens=100, batch_timeout_micros=0)
   rows = [f"s{i}" for i in range(8)]
   recorder = _Recorder()
-  (result,) = _run(_serve(options, [("a", rows, [2] * 8)], recorder))
+  (result,) = _run(_serve(options, [(("m", "a"), rows, [2] * 8)], recorder))
   assert [len(batch) for _, batch in recorder.batches] == [3, 3, 2]
   assert [t.decode() for t in result["translations"]] == [r.upper() for r in rows]
 
@@ -74,14 +74,14 @@ def test_a_full_queue_refuses_at_once_and_a_too_large_request_always():
   async def scenario():
     batcher = Batcher(_Recorder(gate), options)
     batcher.start()
-    first = batcher.submit("a", {"sentences": ["busy"]}, [1])
+    first = batcher.submit(("m", "a"), {"sentences": ["busy"]}, [1])
     await asyncio.sleep(0.2)  # taken by the decoding thread, which waits at the gate
-    queued = [batcher.submit("a", {"sentences": ["q1", "q2"]}, [1, 1]),
-              batcher.submit("a", {"sentences": ["q3"]}, [1])]  # 2 batches: the queue is full
+    queued = [batcher.submit(("m", "a"), {"sentences": ["q1", "q2"]}, [1, 1]),
+              batcher.submit(("m", "a"), {"sentences": ["q3"]}, [1])]  # 2 batches: full
     with pytest.raises(QueueFull, match="2 of 2 batches"):
-      batcher.submit("a", {"sentences": ["q4", "q5"]}, [1, 1])
+      batcher.submit(("m", "a"), {"sentences": ["q4", "q5"]}, [1, 1])
     with pytest.raises(RequestTooLarge, match="5 rows"):
-      batcher.submit("a", {"sentences": ["r"] * 5}, [1] * 5)
+      batcher.submit(("m", "a"), {"sentences": ["r"] * 5}, [1] * 5)
     assert batcher.queued_rows() == 3
     gate.set()
     results = await asyncio.gather(first, *queued)
@@ -101,10 +101,10 @@ def test_a_cancelled_request_is_not_decoded():
   async def scenario():
     batcher = Batcher(recorder, options)
     batcher.start()
-    busy = batcher.submit("a", {"sentences": ["busy"]}, [1])
+    busy = batcher.submit(("m", "a"), {"sentences": ["busy"]}, [1])
     await asyncio.sleep(0.2)
-    gone = batcher.submit("a", {"sentences": ["gone"]}, [1])
-    kept = batcher.submit("b", {"sentences": ["kept"]}, [1])
+    gone = batcher.submit(("m", "a"), {"sentences": ["gone"]}, [1])
+    kept = batcher.submit(("m", "b"), {"sentences": ["kept"]}, [1])
     gone.cancel()
     gate.set()
     results = await asyncio.gather(busy, kept)
@@ -112,7 +112,7 @@ def test_a_cancelled_request_is_not_decoded():
     return results
 
   _run(scenario())
-  assert recorder.batches == [("a", ["busy"]), ("b", ["kept"])]
+  assert recorder.batches == [(("m", "a"), ["busy"]), (("m", "b"), ["kept"])]
 
 
 def test_a_failing_batch_fails_its_requests_only():
@@ -120,15 +120,15 @@ def test_a_failing_batch_fails_its_requests_only():
 
   def decoder(key, columns):
     calls.append(key)
-    if key == "bad":
+    if key == ("m", "bad"):
       raise ValueError("broken input")
     return {"lengths": np.array([len(s) for s in columns["sentences"]])}
 
   async def scenario():
     batcher = Batcher(decoder, BatchingOptions(batch_timeout_micros=0))
     batcher.start()
-    bad = batcher.submit("bad", {"sentences": ["x"]}, [1])
-    good = batcher.submit("good", {"sentences": ["abc"]}, [1])
+    bad = batcher.submit(("m", "bad"), {"sentences": ["x"]}, [1])
+    good = batcher.submit(("m", "good"), {"sentences": ["abc"]}, [1])
     with pytest.raises(ValueError, match="broken input"):
       await bad
     result = await good
@@ -136,7 +136,33 @@ def test_a_failing_batch_fails_its_requests_only():
     return result
 
   assert _run(scenario())["lengths"].tolist() == [3]
-  assert calls == ["bad", "good"]
+  assert calls == [("m", "bad"), ("m", "good")]
+
+
+def test_the_queues_of_two_models_take_turns_and_fill_up_alone():
+  """A flood of model A fills A's queue only: B's request is queued while A's are refused,
+  and B's batch is decoded right after the batch under way, before A's queued ones (the
+  round robin of TensorFlow Serving's SharedBatchScheduler)."""
+  options = BatchingOptions(max_batch_size=1, batch_timeout_micros=0, max_enqueued_batches=3)
+  gate = threading.Event()
+  recorder = _Recorder(gate)
+
+  async def scenario():
+    batcher = Batcher(recorder, options)
+    batcher.start()
+    busy = batcher.submit(("A", "s"), {"sentences": ["a0"]}, [1])
+    await asyncio.sleep(0.2)  # taken by the decoding thread, which waits at the gate
+    flood = [batcher.submit(("A", "s"), {"sentences": [f"a{i}"]}, [1]) for i in range(1, 4)]
+    with pytest.raises(QueueFull, match="model A's batch queue is full"):
+      batcher.submit(("A", "s"), {"sentences": ["a4"]}, [1])
+    other = batcher.submit(("B", "s"), {"sentences": ["b0"]}, [1])
+    more = batcher.submit(("B", "s"), {"sentences": ["b1"]}, [1])
+    gate.set()
+    await asyncio.gather(busy, *flood, other, more)
+    await batcher.stop()
+
+  _run(scenario())
+  assert [rows[0] for _, rows in recorder.batches] == ["a0", "a1", "b0", "a2", "b1", "a3"]
 
 
 def test_options_are_checked():
