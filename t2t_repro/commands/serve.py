@@ -1,13 +1,13 @@
-r"""Serves an exported SavedModel over HTTP with TensorFlow Serving's REST API.
+r"""Serves exported SavedModels with TensorFlow Serving's REST API.
 
   python -m t2t_repro.serve --model_base_path=runs/export --model_name=transformer \
       --rest_api_port=8501
 
 Flags named as tensorflow_model_server's: --model_base_path (a folder of numbered versions,
-each a SavedModel of `python -m t2t_repro.export`; the highest is served), --model_name,
---rest_api_port, or --model_config_file for several models; the batching settings keep
-TensorFlow Serving's names and meanings (`t2t_repro.serving.batcher`). Binds 127.0.0.1
-unless --rest_api_host says otherwise.
+each a SavedModel of `python -m t2t_repro.export`; the highest is served, and a new one is
+picked up every --file_system_poll_wait_seconds), --model_name, or --model_config_file for
+several models; the settings (ports, batching, request size, polling) are generated from the
+fields of `t2t_repro.serving.config`. Binds 127.0.0.1 unless --rest_api_host says otherwise.
 SIGTERM or Ctrl-C: stops accepting connections, answers the requests under way, exits 0
 (130 for Ctrl-C). The API, the page at / and the metrics: docs/SERVING.md,
 `t2t_repro.serving.http_app`. Needs the serve extra: pip install "t2t_repro[serve]".
@@ -19,19 +19,10 @@ import socket
 from absl import flags
 
 from t2t_repro import errors
-from t2t_repro.serving.batcher import BatchingOptions
+from t2t_repro.commands import config_flags
+from t2t_repro.serving.config import BatchingOptions, ServerConfig
 
 FLAGS = flags.FLAGS
-_BATCHING_HELP = {
-    "max_batch_size": "Most sentences decoded in one call (a larger request is split over "
-                      "several calls).",
-    "max_batch_tokens": "Most source tokens (EOS included) decoded in one call; a longer single "
-                        "sentence is decoded alone.",
-    "batch_timeout_micros": "Longest wait of a batch for more requests from the arrival of its "
-                            "first one [microseconds].",
-    "max_enqueued_batches": "Batches the queue holds; a request that would need more gets 503 "
-                            "with Retry-After.",
-}
 
 
 def define_flags():
@@ -45,16 +36,8 @@ def define_flags():
       ["model_base_path", "model_config_file"],
       lambda values: (values["model_base_path"] is None) != (values["model_config_file"] is None),
       "give one of --model_base_path and --model_config_file")
-  flags.DEFINE_integer("rest_api_port", 8501, "HTTP port (0: any free port, printed at start).",
-                       lower_bound=0, upper_bound=65535)
-  flags.DEFINE_string("rest_api_host", "127.0.0.1", "Address to listen on (0.0.0.0: every "
-                      "interface).")
-  defaults = BatchingOptions()
-  for name, help_text in _BATCHING_HELP.items():
-    flags.DEFINE_integer(name, getattr(defaults, name), help_text,
-                         lower_bound=0 if name == "batch_timeout_micros" else 1)
-  flags.DEFINE_integer("max_request_bytes", 1 << 20, "Largest request body; a larger one gets "
-                       "413.", lower_bound=1)
+  config_flags.define(ServerConfig)
+  config_flags.define(BatchingOptions)
 
 
 def main(argv):
@@ -62,25 +45,29 @@ def main(argv):
     raise errors.UsageError(f"unexpected arguments: {argv[1:]}")
   try:
     import uvicorn  # pylint: disable=import-outside-toplevel
-    from t2t_repro.serving import http_app  # pylint: disable=import-outside-toplevel
+    from t2t_repro.serving import http_app, service  # pylint: disable=import-outside-toplevel
   except ImportError as e:
     raise errors.UsageError(f"the server needs the serve extra: pip install 't2t_repro[serve]' "
                             f"({e})") from None
-  from t2t_repro.serving import servable  # pylint: disable=import-outside-toplevel
+  from t2t_repro.serving import servable, versions  # pylint: disable=import-outside-toplevel
+  config = ServerConfig(**config_flags.values(ServerConfig))
+  options = BatchingOptions(**config_flags.values(BatchingOptions))
   models = ([(FLAGS.model_name, FLAGS.model_base_path)] if FLAGS.model_base_path else
             servable.read_model_config(FLAGS.model_config_file))
-  versions = [(name, *servable.latest_version(base_path)) for name, base_path in models]
-  options = BatchingOptions(**{name: FLAGS[name].value for name in _BATCHING_HELP})
-  listener = _listen(FLAGS.rest_api_host, FLAGS.rest_api_port)
-  served = [servable.Servable(name, version, path) for name, version, path in versions]
-  for model in served:
-    model.run("serving_default", {"sentences": ["Hello."]})  # the first call's set-up, now
-  app = http_app.create_app(served, options, FLAGS.max_request_bytes)
+  found = [(name, base_path, *servable.latest_version(base_path)) for name, base_path in models]
+  listener = _listen(config.rest_api_host, config.rest_api_port)
+  served = [versions.ModelVersions(name, servable.load_warm(name, version, path), base_path,
+                                   lambda v, p, name=name: servable.load_warm(name, v, p))
+            for name, base_path, version, path in found]
+  app = http_app.create_app(None, None, config.max_request_bytes, service.Service(
+      served, options, config.file_system_poll_wait_seconds))
   server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False,
                                          timeout_graceful_shutdown=None))
   host, port = listener.getsockname()[:2]
-  print(f"serving {', '.join(f'model {m.name} version {m.version} ({m.path})' for m in served)} "
-        f"at http://{host}:{port}/ (REST API: /v1/models/{served[0].name})", flush=True)
+  names = ", ".join(f"model {m.name} version {m.current.version} ({m.current.path})"
+                    for m in served)
+  print(f"serving {names} at http://{host}:{port}/ (REST API: /v1/models/{served[0].name})",
+        flush=True)
   # uvicorn ends its graceful shutdown by raising the signal again: once SIGTERM has been
   # handled, it must not kill the process (exit status 0).
   signal.signal(signal.SIGTERM, lambda signum, frame: None)

@@ -92,6 +92,18 @@ def read_model_config(path):
   return [(model.name, model.base_path) for model in models]
 
 
+def load_warm(name, version, path):
+  """A `Servable` of the version at `path`, after one sentence through serving_default (the
+  first call's set-up, done before it takes requests).
+
+  Raises:
+    errors.DataError: not a loadable SavedModel of this project.
+  """
+  servable = Servable(name, version, path)
+  servable.run("serving_default", {"sentences": ["Hello."]})
+  return servable
+
+
 class Signature:
   """A signature's inputs and outputs: `inputs` {name: (tf.DType, rank)}, `outputs`
   (names, sorted); `batched`: whether requests can be merged into one call (every input
@@ -160,8 +172,8 @@ class Servable:
       list of int [rows].
 
     Raises:
-      rest.ApiError: INVALID_ARGUMENT naming the first instance over a limit, or with a
-        token id outside the vocabulary.
+      rest.ApiError: INVALID_ARGUMENT naming the first instance over a limit, with a token
+        id outside the vocabulary, or token ids not ending with EOS (empty, or cut).
     """
     counts = {}
     for name, (dtype, _) in self.signatures[signature_name].inputs.items():
@@ -170,11 +182,15 @@ class Servable:
         counts[name] = [len(ids) + 1 for ids in self._pieces.encode([r.strip() for r in rows])]
       else:
         counts[name] = [sum(1 for i in row if i != 0) for row in rows]
-        vocab = self._pieces.get_piece_size()
+        vocab, eos = self._pieces.get_piece_size(), self._pieces.eos_id()
         for index, row in enumerate(rows):
           if any(not 0 <= i < vocab for i in row):
             raise rest.ApiError("INVALID_ARGUMENT", f"instance {index}: input '{name}' has a token "
                                 f"id outside the vocabulary [0, {vocab})")
+          ids = [i for i in row if i != 0]  # 0: padding
+          if not ids or ids[-1] != eos or eos in ids[:-1]:
+            raise rest.ApiError("INVALID_ARGUMENT", f"instance {index}: input '{name}' must be "
+                                f"token ids ending with one EOS ({eos}), then 0-padding")
       limit = self.limits.get(_LIMITS.get(name))
       for index, count in enumerate(counts[name]):
         if limit is not None and count > limit:
