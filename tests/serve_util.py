@@ -17,10 +17,13 @@ _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @contextlib.contextmanager
-def running(servable, max_request_bytes=http_app.DEFAULT_MAX_REQUEST_BYTES, **options):
-  """(base URL, app) of `servable` served by uvicorn in a thread of this process on
-  127.0.0.1 (any free port), with the given `BatchingOptions` fields."""
-  app = http_app.create_app(servable, batcher.BatchingOptions(**options), max_request_bytes)
+def running(servable, max_request_bytes=http_app.DEFAULT_MAX_REQUEST_BYTES, service=None,
+            **options):
+  """(base URL, app) of `servable` (or the models of a `service.Service`) served by uvicorn
+  in a thread of this process on 127.0.0.1 (any free port), with the given
+  `BatchingOptions` fields."""
+  app = http_app.create_app(servable, batcher.BatchingOptions(**options), max_request_bytes,
+                            service)
   server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None,
                                          access_log=False))
   thread = threading.Thread(target=server.run, daemon=True)
