@@ -61,7 +61,7 @@ def start_server(model_base_path, *flags):
   """(process, base URL): `python -m t2t_repro.serve` on a free port, once it serves."""
   process = subprocess.Popen(
       [sys.executable, "-m", "t2t_repro.serve", f"--model_base_path={model_base_path}",
-       "--model_name=transformer", "--rest_api_port=0", *flags],
+       "--model_name=transformer", "--rest_api_port=0", "--port=0", *flags],
       cwd=_REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
   line = process.stdout.readline()  # "serving model ... at http://127.0.0.1:PORT/ ..."
   match = re.search(r"at (http://127\.0\.0\.1:\d+)/", line)

@@ -1,7 +1,7 @@
-r"""Serves exported SavedModels with TensorFlow Serving's REST API.
+r"""Serves exported SavedModels with TensorFlow Serving's REST and gRPC APIs.
 
   python -m t2t_repro.serve --model_base_path=runs/export --model_name=transformer \
-      --rest_api_port=8501
+      --port=8500 --rest_api_port=8501
 
 Flags named as tensorflow_model_server's: --model_base_path (a folder of numbered versions,
 each a SavedModel of `python -m t2t_repro.export`; the highest is served, and a new one is
@@ -10,7 +10,7 @@ several models; the settings (ports, batching, request size, polling) are genera
 fields of `t2t_repro.serving.config`. Binds 127.0.0.1 unless --rest_api_host says otherwise.
 SIGTERM or Ctrl-C: stops accepting connections, answers the requests under way, exits 0
 (130 for Ctrl-C). The API, the page at / and the metrics: docs/SERVING.md,
-`t2t_repro.serving.http_app`. Needs the serve extra: pip install "t2t_repro[serve]".
+`t2t_repro.serving.http_app`, `t2t_repro.serving.grpc_app`. Needs the serve extra: pip install "t2t_repro[serve]".
 """
 
 import signal
@@ -55,19 +55,27 @@ def main(argv):
   models = ([(FLAGS.model_name, FLAGS.model_base_path)] if FLAGS.model_base_path else
             servable.read_model_config(FLAGS.model_config_file))
   found = [(name, base_path, *servable.latest_version(base_path)) for name, base_path in models]
-  listener = _listen(config.rest_api_host, config.rest_api_port)
+  listener = _listen(config.rest_api_host, config.rest_api_port, "rest_api_port")
+  if config.port:
+    _listen(config.rest_api_host, config.port, "port").close()  # free now: grpcio binds it
   served = [versions.ModelVersions(name, servable.load_warm(name, version, path), base_path,
                                    lambda v, p, name=name: servable.load_warm(name, v, p))
             for name, base_path, version, path in found]
-  app = http_app.create_app(None, None, config.max_request_bytes, service.Service(
-      served, options, config.file_system_poll_wait_seconds))
-  server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False,
-                                         timeout_graceful_shutdown=None))
   host, port = listener.getsockname()[:2]
-  names = ", ".join(f"model {m.name} version {m.current.version} ({m.current.path})"
-                    for m in served)
-  print(f"serving {names} at http://{host}:{port}/ (REST API: /v1/models/{served[0].name})",
-        flush=True)
+
+  def started(grpc_port):
+    names = ", ".join(f"model {m.name} version {m.current.version} ({m.current.path})"
+                      for m in served)
+    print(f"serving {names} at http://{host}:{port}/ (REST API: /v1/models/{served[0].name}; "
+          f"gRPC: {host}:{grpc_port})", flush=True)
+
+  app = http_app.create_app(
+      None, None, config.max_request_bytes,
+      service.Service(served, options, config.file_system_poll_wait_seconds),
+      grpc_address=(config.rest_api_host, config.port), on_started=started)
+  # grpcio's asyncio server runs in uvicorn's event loop, the standard one (not uvloop).
+  server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False, loop="asyncio",
+                                         timeout_graceful_shutdown=None))
   # uvicorn ends its graceful shutdown by raising the signal again: once SIGTERM has been
   # handled, it must not kill the process (exit status 0).
   signal.signal(signal.SIGTERM, lambda signum, frame: None)
@@ -75,8 +83,8 @@ def main(argv):
   print(f"stopped serving {', '.join(m.name for m in served)}", flush=True)
 
 
-def _listen(host, port):
-  """A bound socket for uvicorn (a port in use is an error line, exit 1, before loading)."""
+def _listen(host, port, flag):
+  """A bound socket (a port in use is an error line naming `flag`, exit 1, before loading)."""
   try:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     listener = socket.socket(family, socket.SOCK_STREAM)
@@ -84,6 +92,6 @@ def _listen(host, port):
     listener.bind((host, port))
     listener.listen(2048)  # connections wait in the backlog until uvicorn accepts them
   except OSError as e:
-    raise errors.DataError(f"`rest_api_port` {port} on {host}: cannot listen "
+    raise errors.DataError(f"`{flag}` {port} on {host}: cannot listen "
                            f"({e.strerror or e})") from None
   return listener

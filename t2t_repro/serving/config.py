@@ -4,7 +4,7 @@ version polling). `python -m t2t_repro.serve` generates its flags from these fie
 (`t2t_repro.commands.config_flags`), docs/CONFIG.md lists them (tools/config_doc.py). No
 TensorFlow here, so the command's --help stays instant.
 
-The names and meanings are tensorflow_model_server's (--rest_api_port,
+The names and meanings are tensorflow_model_server's (--port, --rest_api_port,
 --file_system_poll_wait_seconds; the batching parameters of tensorflow_serving/batching/
 README.md), plus max_batch_tokens (a token budget per batch) and max_request_bytes.
 """
@@ -35,7 +35,7 @@ class BatchingOptions:
       "[microseconds].", min_value=0)
   max_enqueued_batches: int = setting(
       16, "Batches each model's queue holds; a request that would need more gets 503 with "
-      "Retry-After.", min_value=1)
+      "Retry-After (gRPC: UNAVAILABLE).", min_value=1)
 
   def __post_init__(self):
     settings.check(self)
@@ -49,13 +49,17 @@ class ServerConfig:
     errors.UsageError (a ValueError): a field outside its range, named.
   """
 
+  port: int = setting(
+      8500, "gRPC port (TensorFlow Serving's PredictionService and ModelService); 0: any free "
+      "port, printed at start.", min_value=0, max_value=65535)
   rest_api_port: int = setting(
       8501, "HTTP port of the REST API; 0: any free port, printed at start.", min_value=0,
       max_value=65535)
   rest_api_host: str = setting(
-      "127.0.0.1", "Address the server listens on (0.0.0.0: every interface).")
+      "127.0.0.1", "Address the REST and gRPC servers listen on (0.0.0.0: every interface).")
   max_request_bytes: int = setting(
-      1 << 20, "Largest request body [bytes]; a larger one gets 413.", min_value=1)
+      1 << 20, "Largest request body (REST) or message (gRPC) [bytes]; a larger one gets 413 "
+      "(gRPC: RESOURCE_EXHAUSTED).", min_value=1)
   file_system_poll_wait_seconds: int = setting(
       1, "Seconds between two looks at each model base path for new or removed versions; 0: "
       "the versions found at start are served until the end.", min_value=0)

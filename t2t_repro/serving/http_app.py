@@ -45,7 +45,8 @@ _STATUS = re.compile(r"/v1/models(?:/([^/:]+))?(?:/versions/(\d+)|/labels/([^/:]
                      r"(/metadata)?")
 
 
-def create_app(servables, options, max_request_bytes=DEFAULT_MAX_REQUEST_BYTES, service=None):
+def create_app(servables, options, max_request_bytes=DEFAULT_MAX_REQUEST_BYTES, service=None,
+               grpc_address=None, on_started=None):
   """The ASGI app serving `servables`, or the models of `service`.
 
   Args:
@@ -53,8 +54,11 @@ def create_app(servables, options, max_request_bytes=DEFAULT_MAX_REQUEST_BYTES, 
       list of them with distinct names, each served to the end; ignored with `service`.
     options: `config.BatchingOptions`; ignored with `service`.
     max_request_bytes: the largest request body; a larger one gets 413.
-    service: a `service.Service` (e.g. shared with the gRPC server and watching its models'
-      base paths), started and stopped with the app's lifespan.
+    service: a `service.Service` (e.g. watching its models' base paths), started and
+      stopped with the app's lifespan.
+    grpc_address: (host, port): also serve the gRPC API there (`grpc_app`), started and
+      stopped (its calls under way answered first) with the app's lifespan.
+    on_started: called with the gRPC port (or None) once the app serves.
 
   Returns:
     A Starlette app; `app.state.service` is its `service.Service`, `app.state.metrics` and
@@ -70,9 +74,18 @@ def create_app(servables, options, max_request_bytes=DEFAULT_MAX_REQUEST_BYTES, 
 
   @contextlib.asynccontextmanager
   async def lifespan(app):
-    del app
     service.start()
+    grpc_server = None
+    if grpc_address is not None:
+      from t2t_repro.serving import grpc_app  # pylint: disable=import-outside-toplevel
+      grpc_server, app.state.grpc_port = grpc_app.create_server(service, *grpc_address,
+                                                                max_request_bytes)
+      await grpc_server.start()
+    if on_started is not None:
+      on_started(app.state.grpc_port)
     yield
+    if grpc_server is not None:
+      await grpc_app.stop(grpc_server)
     await service.stop()
 
   app = Starlette(routes=routes, lifespan=lifespan,
@@ -80,6 +93,7 @@ def create_app(servables, options, max_request_bytes=DEFAULT_MAX_REQUEST_BYTES, 
                   exception_handlers={HTTPException: _http_exception})
   app.state.service, app.state.metrics, app.state.batcher = (service, service.metrics,
                                                              service.batcher)
+  app.state.grpc_port = None
   return app
 
 

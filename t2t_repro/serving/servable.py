@@ -160,6 +160,10 @@ class Servable:
     return {"model_spec": {"name": self.name, "signature_name": "", "version": str(self.version)},
             "metadata": {"signature_def": {"signature_def": signature_def}}}
 
+  def signature_defs(self):
+    """{name: tensorflow.SignatureDef} of the SavedModel's "serve" MetaGraphDef."""
+    return dict(self._meta_graph.signature_def)
+
   def row_tokens(self, signature_name, columns):
     """Checks a request's columns against the model's length limits and returns the
     tokens of each row (its first input's, EOS included: the batching budget's unit).
