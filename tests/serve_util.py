@@ -18,14 +18,14 @@ _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 @contextlib.contextmanager
 def running(servable, max_request_bytes=http_app.DEFAULT_MAX_REQUEST_BYTES, service=None,
-            **options):
+            grpc=False, **options):
   """(base URL, app) of `servable` (or the models of a `service.Service`) served by uvicorn
   in a thread of this process on 127.0.0.1 (any free port), with the given
-  `BatchingOptions` fields."""
+  `BatchingOptions` fields; with `grpc`, the gRPC API too, on `app.state.grpc_port`."""
   app = http_app.create_app(servable, batcher.BatchingOptions(**options), max_request_bytes,
-                            service)
+                            service, grpc_address=("127.0.0.1", 0) if grpc else None)
   server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None,
-                                         access_log=False))
+                                         access_log=False, loop="asyncio" if grpc else "auto"))
   thread = threading.Thread(target=server.run, daemon=True)
   thread.start()
   deadline = time.monotonic() + 30
@@ -58,7 +58,8 @@ class Gated:
 
 
 def start_server(model_base_path, *flags):
-  """(process, base URL): `python -m t2t_repro.serve` on a free port, once it serves."""
+  """(process, base URL): `python -m t2t_repro.serve` on free ports, once it serves; its
+  first line ("serving ... (REST API: ...; gRPC: 127.0.0.1:PORT)") is `process.stdout_line`."""
   process = subprocess.Popen(
       [sys.executable, "-m", "t2t_repro.serve", f"--model_base_path={model_base_path}",
        "--model_name=transformer", "--rest_api_port=0", "--port=0", *flags],
@@ -68,6 +69,7 @@ def start_server(model_base_path, *flags):
   if not match:
     process.kill()
     raise AssertionError(f"the server did not start: {line}{process.stderr.read()[-3000:]}")
+  process.stdout_line = line
   return process, match[1]
 
 
