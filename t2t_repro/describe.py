@@ -15,6 +15,7 @@ from t2t_repro import settings
 from t2t_repro.data.config import DataConfig
 from t2t_repro.decoding.config import DecodeConfig, SearchConfig
 from t2t_repro.model.config import ModelConfig
+from t2t_repro.serving.config import BatchingOptions, ServerConfig
 from t2t_repro.training.config import TrainConfig
 from t2t_repro.training.optimization import OptimizationConfig
 
@@ -94,5 +95,9 @@ def config_markdown():
             "Flags of `translate` (and, some of them, `score`, `export`, `parse`, "
             "`plot_attention`, `tune`); beam_size, alpha and decode_extra_length default to the "
             "model's hparams (the decoding group above), or to what `tune` chose.", "",
-            _markdown_table(_own_fields(DecodeConfig, SearchConfig))]
+            _markdown_table(_own_fields(DecodeConfig, SearchConfig)),
+            "", "## Server settings (`ServerConfig`, `BatchingOptions`, "
+            "t2t_repro/serving/config.py)", "", "Flags of `python -m t2t_repro.serve` (tensorflow_model_server's names; "
+            "docs/SERVING.md).", "",
+            _markdown_table(dataclasses.fields(ServerConfig) + dataclasses.fields(BatchingOptions))]
   return "\n".join(parts) + "\n"
