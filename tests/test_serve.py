@@ -138,7 +138,8 @@ def test_bad_requests_get_their_status_and_the_server_stays_up(servable):
     assert version.status_code == 404
     assert version.json() == {"error": "Servable not found for request: Specific(transformer, 7)"}
     assert httpx.get(f"{base}/v1/models/other").status_code == 404
-    assert httpx.get(f"{base}/v1/nothing").json()["error"].startswith("Not Found")
+    assert httpx.get(f"{base}/v1/nothing").json() == {"error": "Malformed request: GET /v1/nothing"}
+    assert httpx.get(f"{base}/nothing").json()["error"].startswith("Not Found")
     large = httpx.post(f"{base}/v1/models/transformer:predict",
                        content=json.dumps({"instances": ["a man " * 4000]}))
     assert large.status_code == 413 and "limit of 20000 bytes" in large.json()["error"]
