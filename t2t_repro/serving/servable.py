@@ -1,6 +1,6 @@
-"""One exported model version as the HTTP server serves it (`Servable`), the versions of a
-model base path (`latest_version`) and TensorFlow Serving's model config file
-(`read_model_config`).
+"""One exported model version as the server serves it (`Servable`, `load_warm`), the highest
+version of a model base path at start (`latest_version`) and TensorFlow Serving's model config
+file (`read_model_config`).
 
 A `Servable` loads `<model_base_path>/<version>/` (a SavedModel of `t2t_repro.serving.
 saved_model`) with `tf.saved_model.load` and calls its signatures; it checks a request's
@@ -60,8 +60,8 @@ def read_model_config(path):
 
   Raises:
     errors.DataError: the file is not such a config, names a model twice, leaves a name or
-      base_path empty, asks for a platform other than "tensorflow" or a version policy
-      other than the latest version.
+      base_path empty, asks for a platform other than "tensorflow", a version policy
+      other than the latest version, or version labels.
     FileNotFoundError: no such file.
   """
   from google.protobuf import text_format  # pylint: disable=import-outside-toplevel
@@ -84,8 +84,9 @@ def read_model_config(path):
                if model.model_platform not in ("", "tensorflow") else
                f"model {model.name!r}: model_version_policy {policy}; only the latest version "
                "is served" if policy not in (None, "latest") or
-               (policy == "latest" and model.model_version_policy.latest.num_versions > 1)
-               else None)
+               (policy == "latest" and model.model_version_policy.latest.num_versions > 1) else
+               f"model {model.name!r}: version_labels; no label is served"
+               if model.version_labels else None)
     if problem:
       raise errors.DataError(f"`model_config_file` {path}: {problem}")
     names.add(model.name)
