@@ -25,7 +25,7 @@ def running(servable, max_request_bytes=http_app.DEFAULT_MAX_REQUEST_BYTES, serv
   app = http_app.create_app(servable, batcher.BatchingOptions(**options), max_request_bytes,
                             service, grpc_address=("127.0.0.1", 0) if grpc else None)
   server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None,
-                                         access_log=False, loop="asyncio" if grpc else "auto"))
+                                         access_log=False))
   thread = threading.Thread(target=server.run, daemon=True)
   thread.start()
   deadline = time.monotonic() + 30

@@ -9,8 +9,9 @@ picked up every --file_system_poll_wait_seconds), --model_name, or --model_confi
 several models; the settings (ports, batching, request size, polling) are generated from the
 fields of `t2t_repro.serving.config`. Binds 127.0.0.1 unless --rest_api_host says otherwise.
 SIGTERM or Ctrl-C: stops accepting connections, answers the requests under way, exits 0
-(130 for Ctrl-C). The API, the page at / and the metrics: docs/SERVING.md,
-`t2t_repro.serving.http_app`, `t2t_repro.serving.grpc_app`. Needs the serve extra: pip install "t2t_repro[serve]".
+(130 for Ctrl-C). The APIs, the page at / and the metrics: docs/SERVING.md,
+`t2t_repro.serving.http_app`, `t2t_repro.serving.grpc_app`. Needs the serve extra:
+pip install "t2t_repro[serve]".
 """
 
 import signal
@@ -73,8 +74,7 @@ def main(argv):
       None, None, config.max_request_bytes,
       service.Service(served, options, config.file_system_poll_wait_seconds),
       grpc_address=(config.rest_api_host, config.port), on_started=started)
-  # grpcio's asyncio server runs in uvicorn's event loop, the standard one (not uvloop).
-  server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False, loop="asyncio",
+  server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False,
                                          timeout_graceful_shutdown=None))
   # uvicorn ends its graceful shutdown by raising the signal again: once SIGTERM has been
   # handled, it must not kill the process (exit status 0).

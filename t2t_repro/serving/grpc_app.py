@@ -1,5 +1,6 @@
 """TensorFlow Serving's gRPC API over the served models, with tensorflow-serving-api's own
-protos and services (grpcio's asyncio server, in the event loop of the REST server):
+protos and services (grpcio's asyncio server, in the REST server's event loop, uvloop's when
+it is installed):
 
   tensorflow.serving.PredictionService/Predict           PredictRequest -> PredictResponse
   tensorflow.serving.PredictionService/GetModelMetadata  signature_def (SignatureDefMap)

@@ -27,7 +27,8 @@ class ServerMetrics:
     self.registry = prometheus_client.CollectorRegistry()
     r = self.registry
     self.requests = prometheus_client.Counter(
-        "t2t_serve_requests", "Requests answered, by endpoint and status (HTTP, or the gRPC code's name).",
+        "t2t_serve_requests",
+        "Requests answered, by endpoint and status (HTTP, or the gRPC code's name).",
         ["endpoint", "code"], registry=r)
     self.latency = prometheus_client.Histogram(
         "t2t_serve_request_latency_seconds", "Time from a request's arrival to its response [s].",
