@@ -83,7 +83,10 @@ def create_app(servables, options, max_request_bytes=DEFAULT_MAX_REQUEST_BYTES, 
       await grpc_server.start()
     if on_started is not None:
       on_started(app.state.grpc_port)
-    yield
+    try:
+      yield
+    except asyncio.CancelledError:  # a forced stop (a second Ctrl-C): nothing is waited for
+      return
     if grpc_server is not None:
       await grpc_app.stop(grpc_server)
     await service.stop()
