@@ -17,6 +17,7 @@ import numpy as np
 
 from t2t_repro import errors
 from t2t_repro.serving import rest
+from t2t_repro.serving import versions
 
 # Input name -> the length limit it must respect (a variable of the SavedModel, tokens with
 # EOS): a longer source is refused instead of cut; `score` fails on a pair over the table.
@@ -34,15 +35,13 @@ def latest_version(model_base_path):
   """
   if not os.path.isdir(model_base_path):
     raise errors.MissingDataError(f"`model_base_path` {model_base_path}: no such folder")
-  versions = [int(name) for name in os.listdir(model_base_path)
-              if name.isdigit() and os.path.isfile(
-                  os.path.join(model_base_path, name, "saved_model.pb"))]
-  if not versions:
+  found = versions.scan(model_base_path)
+  if not found:
     raise errors.DataError(
         f"`model_base_path` {model_base_path}: no version folder (an integer name holding "
         f"saved_model.pb, e.g. {os.path.join(model_base_path, '1')} as the export command "
         f"writes it)")
-  return max(versions), os.path.join(model_base_path, str(max(versions)))
+  return max(found), found[max(found)][0]
 
 
 def read_model_config(path):
