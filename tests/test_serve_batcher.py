@@ -8,7 +8,8 @@ import threading
 import numpy as np
 import pytest
 
-from t2t_repro.serving.batcher import Batcher, BatchingOptions, QueueFull, RequestTooLarge
+from t2t_repro.serving.batcher import (Batcher, BatchingOptions, QueueFull, RequestTooLarge,
+                                       intra_op_threads)
 
 
 class _Recorder:
@@ -170,3 +171,58 @@ def test_options_are_checked():
     BatchingOptions(max_batch_size=0)
   with pytest.raises(ValueError, match="batch_timeout_micros"):
     BatchingOptions(batch_timeout_micros=-1)
+
+
+def test_a_batch_waits_for_the_clients_just_answered_up_to_its_timeout():
+  """A batch opened while the decoding thread was busy waits batch_timeout_micros from the
+  moment the thread became free, so the client answered by the batch just decoded joins it
+  (before, the expired batch was taken at once and the client's row made a batch alone)."""
+  options = BatchingOptions(max_batch_size=8, batch_timeout_micros=300_000)
+  gate = threading.Event()
+  recorder = _Recorder(gate)
+
+  async def scenario():
+    batcher = Batcher(recorder, options)
+    batcher.start()
+    first = batcher.submit(("m", "s"), {"sentences": ["a"]}, [1])
+    await asyncio.sleep(0.5)  # "a" is decoding (at the gate)
+    waiting = batcher.submit(("m", "s"), {"sentences": ["b"]}, [1])
+    await asyncio.sleep(0.5)  # "b"'s batch is past its timeout while the thread is busy
+    gate.set()
+    await first
+    await asyncio.sleep(0.05)  # the answer's way to the client and its next request's back
+    answered = batcher.submit(("m", "s"), {"sentences": ["c"]}, [1])  # the client sends again
+    await asyncio.gather(waiting, answered)
+    await batcher.stop()
+
+  _run(scenario())
+  assert [rows for _, rows in recorder.batches] == [["a"], ["b", "c"]]
+
+
+def test_num_batch_threads_decode_batches_at_the_same_time():
+  """With two decoding threads, two batches are decoded at once (each waits for the other to
+  start); with one, the second starts only after the first ends."""
+  def decoder_meeting(parties):
+    barrier = threading.Barrier(parties, timeout=3)
+    met = []
+
+    def decode(key, columns):
+      try:
+        barrier.wait()
+        met.append(True)
+      except threading.BrokenBarrierError:
+        met.append(False)
+      return {"translations": np.array(columns["sentences"], dtype=object)}
+    return decode, met
+
+  for threads, expected in ((2, [True, True]), (1, [False, False])):
+    decode, met = decoder_meeting(2)
+    options = BatchingOptions(max_batch_size=1, batch_timeout_micros=0,
+                              num_batch_threads=threads)
+    requests = [(("A", "s"), ["a"], [1]), (("B", "s"), ["b"], [1])]
+    _run(_serve(options, requests, decode))
+    assert met == expected
+
+
+def test_intra_op_threads_split_the_cores():
+  assert [intra_op_threads(n, cores=8) for n in (1, 2, 3, 8, 16)] == [8, 4, 2, 1, 1]

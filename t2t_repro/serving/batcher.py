@@ -1,17 +1,23 @@
 """Batching of concurrent requests, as TensorFlow Serving's `SharedBatchScheduler` does
 (tensorflow_serving/batching/README.md, tensorflow/core/kernels/batching_util/
 shared_batch_scheduler.h): each model has its own queue, requests of one model version and
-signature are merged into a batch, and one decoding thread takes the ready batches of the
-queues in turn (round robin), so a flood of one model neither fills another's queue nor
-makes its batches wait behind the whole flood. Each request gets its own rows back.
+signature are merged into a batch, and num_batch_threads decoding threads take the ready
+batches of the queues in turn (round robin), so a flood of one model neither fills another's
+queue nor makes its batches wait behind the whole flood. Each request gets its own rows back.
 
 The settings (`config.BatchingOptions`) keep TensorFlow Serving's names and meanings, per
 queue as there:
 
 * max_batch_size: most rows (sentences) in one batch. A larger request is split over
   several batches (TensorFlow Serving's `enable_large_batch_splitting`).
-* batch_timeout_micros: how long a batch waits for more rows, from the arrival of its
-  first one, before it is decoded underfull.
+* batch_timeout_micros: how long a batch waits for more rows before it is decoded
+  underfull: from the arrival of its first row, or, if a decoding thread was busy then, from
+  the moment one became free. A batch is closed when full or when its timeout expires, not
+  as soon as a thread is free, so the clients a finished batch just answered can still send
+  their next request into it (with one client per row, batches do not alternate between
+  the clients answered and the rest).
+* num_batch_threads: batches decoded at the same time, each in its own thread
+  (`intra_op_threads` splits the cores between them).
 * max_enqueued_batches: batches a model's queue holds (open or waiting; not the one being
   decoded). A request that would need more is refused at once (`QueueFull`: HTTP 503,
   gRPC UNAVAILABLE, as TensorFlow Serving answers "the batch scheduling queue ... is full").
@@ -23,12 +29,13 @@ fit either bound.
 Decoding is per sentence (the SavedModel's maximum output length is per sentence and it
 sorts and chunks its batch itself), so a request's rows get the same outputs merged with
 others as alone (tests/test_serve.py checks it). The event loop only queues: all state
-here is touched from the loop's thread; the decoding thread runs `run_batch` alone.
+here is touched from the loop's thread; the decoding threads only run `run_batch`.
 """
 
 import asyncio
 import collections
 import concurrent.futures
+import os
 import time
 
 import numpy as np
@@ -78,7 +85,11 @@ class Batcher:
     self._turn = 0  # the queue whose ready batch goes first (round robin)
     self._wakeup = None
     self._worker = None
-    self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="decode")
+    self._executor = concurrent.futures.ThreadPoolExecutor(options.num_batch_threads,
+                                                           thread_name_prefix="decode")
+    self._free = options.num_batch_threads  # decoding threads without a batch
+    self._freed = 0.0  # time.monotonic() when a decoding thread last became free
+    self._decoding = set()  # tasks of the batches being decoded
     self._stopping = False
 
   def start(self):
@@ -91,6 +102,7 @@ class Batcher:
     self._stopping = True
     self._wakeup.set()
     await self._worker
+    await asyncio.gather(*self._decoding)
     self._executor.shutdown(wait=True)
 
   def queued_rows(self):
@@ -165,19 +177,20 @@ class Batcher:
                          and tokens + row <= self.options.max_batch_tokens)
 
   async def _next_batch(self):
-    """The next ready batch (full, or its timeout passed), taking the queues in turn; None
-    once stopped and empty."""
+    """The next ready batch (full, or its timeout passed), taking the queues in turn, once a
+    decoding thread is free; None once stopped and empty. A batch's timeout runs from its
+    first row or from the moment a thread last became free, whichever is later."""
     timeout = self.options.batch_timeout_micros / 1e6
     while True:
       names = list(self._queues)
       wait = None
-      for offset in range(len(names)):
+      for offset in range(len(names) if self._free else 0):
         name = names[(self._turn + offset) % len(names)]
         queue = self._queues[name]
         if not queue:
           continue
         head = queue[0]
-        head_wait = head.opened + timeout - time.monotonic()
+        head_wait = max(head.opened, self._freed) + timeout - time.monotonic()
         if head.closed or head_wait <= 0 or self._stopping:
           queue.popleft()
           if self._open.get(head.key) is head:
@@ -186,7 +199,7 @@ class Batcher:
           self._report_queue()
           return head
         wait = head_wait if wait is None else min(wait, head_wait)
-      if wait is None and self._stopping:
+      if self._stopping and not any(self._queues.values()):
         return None
       self._wakeup.clear()
       try:
@@ -195,24 +208,31 @@ class Batcher:
         pass
 
   async def _serve(self):
-    loop = asyncio.get_running_loop()
     while (batch := await self._next_batch()) is not None:
       pieces = [piece for piece in batch.pieces if not piece[0].future.done()]  # not cancelled
       if not pieces:
         continue
-      columns = {name: [row for task, start, end in pieces for row in task.columns[name][start:end]]
-                 for name in pieces[0][0].columns}
-      if self._metrics is not None:
-        self._metrics.observe_batch(batch.key[0], batch.key[-1],
-                                    sum(end - start for _, start, end in pieces),
-                                    sum(sum(t.row_tokens[s:e]) for t, s, e in pieces))
-      try:
-        outputs = await loop.run_in_executor(self._executor, self._run_batch, batch.key, columns)
-      except Exception as e:  # pylint: disable=broad-except  # the requests' error, not ours
-        for task, _, _ in pieces:
-          if not task.future.done():
-            task.future.set_exception(e)
-        continue
+      self._free -= 1
+      task = asyncio.get_running_loop().create_task(self._decode(batch, pieces))
+      self._decoding.add(task)
+      task.add_done_callback(self._decoding.discard)
+
+  async def _decode(self, batch, pieces):
+    """Decodes one batch in a decoding thread and answers its requests."""
+    columns = {name: [row for task, start, end in pieces for row in task.columns[name][start:end]]
+               for name in pieces[0][0].columns}
+    if self._metrics is not None:
+      self._metrics.observe_batch(batch.key[0], batch.key[-1],
+                                  sum(end - start for _, start, end in pieces),
+                                  sum(sum(t.row_tokens[s:e]) for t, s, e in pieces))
+    try:
+      outputs = await asyncio.get_running_loop().run_in_executor(
+          self._executor, self._run_batch, batch.key, columns)
+    except Exception as e:  # pylint: disable=broad-except  # the requests' error, not ours
+      for task, _, _ in pieces:
+        if not task.future.done():
+          task.future.set_exception(e)
+    else:
       offset = 0
       for task, start, end in pieces:
         task.parts[start] = {name: value[offset:offset + end - start]
@@ -223,7 +243,17 @@ class Batcher:
           parts = [task.parts[s] for s in sorted(task.parts)]
           task.future.set_result({name: np.concatenate([part[name] for part in parts])
                                   for name in parts[0]})
+    finally:
+      self._free += 1
+      self._freed = time.monotonic()
+      self._wakeup.set()
 
   def _report_queue(self):
     if self._metrics is not None:
       self._metrics.queue(self.queued_rows(), sum(len(q) for q in self._queues.values()))
+
+
+def intra_op_threads(num_batch_threads, cores=None):
+  """Intra-op threads of each decoding thread: the cores split between the
+  `num_batch_threads` threads, at least 1 (`cores`: None, os.cpu_count())."""
+  return max(1, (cores or os.cpu_count() or 1) // num_batch_threads)

@@ -31,8 +31,13 @@ class BatchingOptions:
       "decoded alone. The export's `decode_batch_tokens` then cuts each call into the model's "
       "own sub-batches.", min_value=1)
   batch_timeout_micros: int = setting(
-      2000, "Longest wait of a batch for more requests from the arrival of its first row "
-      "[microseconds].", min_value=0)
+      2000, "Longest wait of a batch for more requests [microseconds], from the arrival of its "
+      "first row or, if every decoding thread was busy then, from the moment one became free "
+      "(so that the clients just answered can still join it).", min_value=0)
+  num_batch_threads: int = setting(
+      1, "Batches decoded at the same time, each in its own thread; the CPU cores are split "
+      "between them (each gets cores / num_batch_threads intra-op threads, at least 1).",
+      min_value=1, max_value=64)
   max_enqueued_batches: int = setting(
       16, "Batches each model's queue holds; a request that would need more gets 503 with "
       "Retry-After (gRPC: UNAVAILABLE).", min_value=1)
