@@ -4,7 +4,8 @@ r"""Serves exported SavedModels with TensorFlow Serving's REST and gRPC APIs.
       --port=8500 --rest_api_port=8501
 
 Flags named as tensorflow_model_server's: --model_base_path (a folder of numbered versions,
-each a SavedModel of `python -m t2t_repro.export`; the highest is served, and a new one is
+each a SavedModel of `python -m t2t_repro.export` or a CTranslate2 export of
+`--format=ctranslate2`; the highest is served, and a new one is
 picked up every --file_system_poll_wait_seconds), --model_name, or --model_config_file for
 several models; the settings (ports, batching, request size, polling) are generated from the
 fields of `t2t_repro.serving.config`. Binds 127.0.0.1 unless --rest_api_host says otherwise.
@@ -28,7 +29,8 @@ FLAGS = flags.FLAGS
 
 def define_flags():
   flags.DEFINE_string("model_base_path", None, "Folder of numbered versions (<path>/1/"
-                      "saved_model.pb, ...; python -m t2t_repro.export); the highest is served.")
+                      "saved_model.pb or model.bin, ...; python -m t2t_repro.export); the "
+                      "highest is served.")
   flags.DEFINE_string("model_name", "default", "Model name of the URLs: /v1/models/<name>.")
   flags.DEFINE_string("model_config_file", None, "Several models instead of --model_base_path: "
                       "a TensorFlow Serving ModelServerConfig text proto (model_config_list "
@@ -53,15 +55,18 @@ def main(argv):
   from t2t_repro.serving import servable, versions  # pylint: disable=import-outside-toplevel
   config = ServerConfig(**config_flags.values(ServerConfig))
   options = BatchingOptions(**config_flags.values(BatchingOptions))
-  models = ([(FLAGS.model_name, FLAGS.model_base_path)] if FLAGS.model_base_path else
+  models = ([(FLAGS.model_name, FLAGS.model_base_path, "")] if FLAGS.model_base_path else
             servable.read_model_config(FLAGS.model_config_file))
-  found = [(name, base_path, *servable.latest_version(base_path)) for name, base_path in models]
+  found = [(name, base_path, platform, *servable.latest_version(base_path))
+           for name, base_path, platform in models]
   listener = _listen(config.rest_api_host, config.rest_api_port, "rest_api_port")
   if config.port:
     _listen(config.rest_api_host, config.port, "port").close()  # free now: grpcio binds it
-  served = [versions.ModelVersions(name, servable.load_warm(name, version, path), base_path,
-                                   lambda v, p, name=name: servable.load_warm(name, v, p))
-            for name, base_path, version, path in found]
+  servable.configure_threads(options)
+  served = [versions.ModelVersions(
+      name, servable.load_warm(name, version, path, options, platform), base_path,
+      lambda v, p, name=name, platform=platform: servable.load_warm(name, v, p, options, platform))
+            for name, base_path, platform, version, path in found]
   host, port = listener.getsockname()[:2]
 
   def started(grpc_port):

@@ -3,8 +3,8 @@ with its default version policy (the latest version; tensorflow_serving/core/
 aspired_versions_manager.h, file_system_storage_path_source.h):
 
 * every `poll_wait_seconds` the model base path is listed (`scan`); when its highest version
-  (an integer folder holding saved_model.pb) is not the one served, it is loaded and warmed
-  up (one sentence through serving_default) in a thread of its own while the old one keeps
+  (an integer folder holding saved_model.pb, or a CTranslate2 export's model.bin) is not the
+  one served, it is loaded and warmed up (one sentence through serving_default) in a thread of its own while the old one keeps
   answering, then takes the requests that arrive from then on;
 * the version it replaces is UNLOADING until the requests it holds (`acquire`) are answered,
   then released (END);
@@ -12,7 +12,7 @@ aspired_versions_manager.h, file_system_storage_path_source.h):
   none left, the model has no version (requests get 404) until one appears;
 * a version that fails to load is one log line and the state END with its error; the old
   version keeps serving; the broken version is tried again only once its saved_model.pb
-  changes.
+  (model.bin) changes.
 
 `status` gives each version's state as GetModelStatus does (LOADING, AVAILABLE, UNLOADING,
 END). All methods but the loading itself run in the event loop's thread.
@@ -26,12 +26,21 @@ import os
 from absl import logging
 
 LOADING, AVAILABLE, UNLOADING, END = "LOADING", "AVAILABLE", "UNLOADING", "END"
+# model_platform -> the file that marks a version folder of it: a SavedModel of
+# `t2t_repro.serving.saved_model`, or a CTranslate2 export (`t2t_repro.serving.ctranslate2`).
+PLATFORMS = {"tensorflow": "saved_model.pb", "ctranslate2": "model.bin"}
+
+
+def platform(path):
+  """The model_platform of a version folder (a key of `PLATFORMS`), or None."""
+  return next((name for name, file in PLATFORMS.items()
+               if os.path.isfile(os.path.join(path, file))), None)
 
 
 def scan(model_base_path):
-  """{version: (its folder, saved_model.pb's (mtime_ns, size))} of a model base path
-  (TensorFlow Serving's layout `<model_base_path>/<integer version>/saved_model.pb`);
-  {} when the folder is missing."""
+  """{version: (its folder, its model file's (mtime_ns, size))} of a model base path
+  (TensorFlow Serving's layout `<model_base_path>/<integer version>/saved_model.pb`, or
+  model.bin for a CTranslate2 export); {} when the folder is missing."""
   try:
     names = os.listdir(model_base_path)
   except OSError:
@@ -39,8 +48,11 @@ def scan(model_base_path):
   found = {}
   for name in names:
     path = os.path.join(model_base_path, name)
+    found_platform = platform(path)
+    if found_platform is None:
+      continue
     try:
-      stat = os.stat(os.path.join(path, "saved_model.pb"))
+      stat = os.stat(os.path.join(path, PLATFORMS[found_platform]))
     except OSError:
       continue
     if name.isdigit():
