@@ -143,7 +143,13 @@ def test_bad_requests_get_the_savedmodels_4xx(ct2, exported_model):
 
 
 def test_the_folder_or_model_platform_picks_the_servable(ct2_base, exported_model, tmp_path):
-  assert type(servable_lib.load_warm("tr", 1, str(ct2_base / "1"))).__name__ == "Ct2Servable"
+  two = servable_lib.load_warm("tr", 1, str(ct2_base / "1"),
+                               batcher.BatchingOptions(num_batch_threads=2))
+  assert type(two).__name__ == "Ct2Servable"
+  assert two._translator.num_translators == 2  # pylint: disable=protected-access  # a batch each
+  (tmp_path / "model.bin").write_bytes(b"")  # no decoding.json, no model
+  with pytest.raises(errors.DataError, match="not a loadable CTranslate2 export"):
+    servable_lib.load_warm("tr", 2, str(tmp_path))
   with pytest.raises(errors.DataError, match="model_platform tensorflow wants saved_model.pb"):
     servable_lib.load_warm("tr", 1, str(ct2_base / "1"), model_platform="tensorflow")
   with pytest.raises(errors.DataError, match="model_platform ctranslate2 wants model.bin"):

@@ -31,7 +31,8 @@ def define_flags():
       names=("beam_size", "alpha", "decode_extra_length", "decode_batch_tokens", "n_best"),
       none_defaults=True,
       help_overrides={"decode_batch_tokens": "SavedModel: source tokens (padding included) per chunk "
-                                      "the serving graph decodes at once (default: 4096).",
+                                      "the serving graph decodes at once (default: 4096); "
+                                      "t2t-serve replaces it with its --max_batch_tokens.",
                       "n_best": "Hypotheses per sentence of the translate_nbest signature "
                                 "(default: the beam size)."})
   flags.DEFINE_bool("overwrite", False, "Replace a non-empty --export_dir (the export is built "

@@ -28,8 +28,9 @@ class BatchingOptions:
       "calls (TensorFlow Serving's enable_large_batch_splitting).", min_value=1)
   max_batch_tokens: int = setting(
       4096, "Most source tokens (EOS included) decoded in one call; a longer single sentence is "
-      "decoded alone. The export's `decode_batch_tokens` then cuts each call into the model's "
-      "own sub-batches.", min_value=1)
+      "decoded alone. The one token budget: also written into each SavedModel loaded as its "
+      "graph's chunk budget (`decode_batch_tokens`, padding included), and CTranslate2's "
+      "max_batch_size with batch_type=tokens.", min_value=1)
   batch_timeout_micros: int = setting(
       2000, "Longest wait of a batch for more requests [microseconds], from the arrival of its "
       "first row or, if every decoding thread was busy then, from the moment one became free "

@@ -77,15 +77,14 @@ class Ct2Servable(servable_lib.Servable):
       self._translator = ctranslate2.Translator(
           path, device="cpu", inter_threads=options.num_batch_threads,
           intra_threads=batcher.intra_op_threads(options.num_batch_threads))
-    except (OSError, ValueError, RuntimeError) as e:
+      beam_size, alpha, extra, limit = (self.decoding[key] for key in (
+          "beam_size", "alpha", "decode_extra_length", "max_input_length"))
+    except (OSError, ValueError, RuntimeError, KeyError) as e:
       raise errors.DataError(f"`model_base_path` {path}: not a loadable CTranslate2 export of "
-                             f"`export --format=ctranslate2` ({e})") from None
-    extra = self.decoding["decode_extra_length"]
-    self.limits = {"max_input_length": self.decoding["max_input_length"],
-                   "max_positions": self.decoding["max_input_length"] + extra}
+                             f"the export command's `format`=ctranslate2 ({e})") from None
+    self.limits = {"max_input_length": limit, "max_positions": limit + extra}
     self._budget = {"max_batch_size": options.max_batch_tokens, "batch_type": "tokens"}
-    self._search = dict(self._budget, beam_size=self.decoding["beam_size"],
-                        length_penalty=self.decoding["alpha"], return_scores=True,
+    self._search = dict(self._budget, beam_size=beam_size, length_penalty=alpha, return_scores=True,
                         max_decoding_length=self.limits["max_positions"])
     self.signatures = {
         key: servable_lib.Signature(
