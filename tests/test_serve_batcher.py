@@ -1,8 +1,11 @@
 """The server's batching (t2t_repro.serving.batcher) with a stand-in decoder: how requests
 are merged and split within max_batch_size and max_batch_tokens, the order of each
-request's rows, the full queue, cancelled requests."""
+request's rows, the full queue, cancelled requests, a batch's timeout counted from when a
+decoding thread became free, num_batch_threads and the intra-op threads they split."""
 
 import asyncio
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -226,3 +229,14 @@ def test_num_batch_threads_decode_batches_at_the_same_time():
 
 def test_intra_op_threads_split_the_cores():
   assert [intra_op_threads(n, cores=8) for n in (1, 2, 3, 8, 16)] == [8, 4, 2, 1, 1]
+
+
+def test_the_servers_tensorflow_threads_are_the_cores_split_between_the_batch_threads():
+  code = ("import os, tensorflow as tf\n"
+          "from t2t_repro.serving import batcher, servable\n"
+          "servable.configure_threads(batcher.BatchingOptions(num_batch_threads=2))\n"
+          "print(tf.config.threading.get_intra_op_parallelism_threads(), os.cpu_count())\n")
+  result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, check=True)
+  threads, cores = map(int, result.stdout.split())
+  assert threads == max(1, cores // 2)

@@ -19,7 +19,7 @@ from tensorflow_serving.apis import prediction_service_pb2_grpc
 
 from serve_util import running, start_server
 from t2t_repro import errors
-from t2t_repro.serving import batcher, servable as servable_lib
+from t2t_repro.serving import batcher, servable as servable_lib, versions
 
 ctranslate2 = pytest.importorskip("ctranslate2")
 spm = pytest.importorskip("sentencepiece")
@@ -56,6 +56,15 @@ def _direct(path, lines, **options):
              "return_scores": True, **options}
   results = translator.translate_batch(sp.encode(lines, out_type=str), **options)
   return [[(sp.decode_pieces(h), s) for h, s in zip(r.hypotheses, r.scores)] for r in results]
+
+
+def _grpc_request(inputs, signature=""):
+  request = predict_pb2.PredictRequest()
+  request.model_spec.name = "tr"
+  request.model_spec.signature_name = signature
+  for name, value in inputs.items():
+    request.inputs[name].CopyFrom(tf.make_tensor_proto(value))
+  return request
 
 
 def _predict(base, body):
@@ -117,10 +126,7 @@ def test_grpc_status_and_metadata(ct2, ct2_base):
     assert signatures["serving_default"]["inputs"]["sentences"]["dtype"] == "DT_STRING"
     stub = prediction_service_pb2_grpc.PredictionServiceStub(
         grpc.insecure_channel(f"127.0.0.1:{app.state.grpc_port}"))
-    request = predict_pb2.PredictRequest()
-    request.model_spec.name = "tr"
-    request.inputs["sentences"].CopyFrom(tf.make_tensor_proto(lines))
-    answer = stub.Predict(request, timeout=300)
+    answer = stub.Predict(_grpc_request({"sentences": lines}), timeout=300)
     assert [t.decode() for t in tf.make_ndarray(answer.outputs["translations"])] == best
 
 
@@ -133,16 +139,31 @@ def test_bad_requests_get_the_savedmodels_4xx(ct2, exported_model):
             {"signature_name": "translate_ids", "inputs": {"inputs": [[5, 100000, 1]]}},
             {"instances": ["a " * 2000]},
             {"signature_name": "score", "inputs": {"sources": ["a"]}}]
-  answers = []
+  requests = [_grpc_request({"sentences": ["a"]}, "nope"), _grpc_request({"sentence": ["a"]}),
+              _grpc_request({"sentences": [1, 2]}),
+              _grpc_request({"inputs": np.array([[5, 6]], np.int32)}, "translate_ids")]
+  answers, codes = [], []
   for served in (saved, ct2):
-    with running(served) as (base, _):
+    with running(served, grpc=True) as (base, app):
       answers.append([(r.status_code, r.json()["error"].split(":")[0])
                       for r in (_predict(base, body) for body in bodies)])
+      stub = prediction_service_pb2_grpc.PredictionServiceStub(
+          grpc.insecure_channel(f"127.0.0.1:{app.state.grpc_port}"))
+      found = []
+      for request in requests:
+        with pytest.raises(grpc.RpcError) as error:
+          stub.Predict(request, timeout=60)
+        found.append((error.value.code(), error.value.details()))
+      codes.append(found)
   assert answers[0] == answers[1]
   assert all(400 <= code < 500 for code, _ in answers[1])
+  assert codes[0] == codes[1]
+  assert {code for code, _ in codes[1]} == {grpc.StatusCode.FAILED_PRECONDITION,
+                                            grpc.StatusCode.INVALID_ARGUMENT}
 
 
 def test_the_folder_or_model_platform_picks_the_servable(ct2_base, exported_model, tmp_path):
+  assert list(versions.scan(str(ct2_base))) == [1]  # a folder holding model.bin
   two = servable_lib.load_warm("tr", 1, str(ct2_base / "1"),
                                batcher.BatchingOptions(num_batch_threads=2))
   assert type(two).__name__ == "Ct2Servable"
