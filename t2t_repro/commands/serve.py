@@ -4,9 +4,9 @@ r"""Serves exported SavedModels with TensorFlow Serving's REST and gRPC APIs.
       --port=8500 --rest_api_port=8501
 
 Flags named as tensorflow_model_server's: --model_base_path (a folder of numbered versions,
-each a SavedModel of `python -m t2t_repro.export` or a CTranslate2 export of
-`--format=ctranslate2`; the highest is served, and a new one is
-picked up every --file_system_poll_wait_seconds), --model_name, or --model_config_file for
+each a SavedModel of `python -m t2t_repro.export` or a CTranslate2 export of its
+--format=ctranslate2; the highest is served, and a new one is picked up every
+--file_system_poll_wait_seconds), --model_name, or --model_config_file for
 several models; the settings (ports, batching, request size, polling) are generated from the
 fields of `t2t_repro.serving.config`. Binds 127.0.0.1 unless --rest_api_host says otherwise.
 SIGTERM or Ctrl-C: stops accepting connections, answers the requests under way, exits 0

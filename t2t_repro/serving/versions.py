@@ -77,7 +77,7 @@ class ModelVersions:
     self._states = {servable.version: [AVAILABLE, ""]}  # version -> [state, error message]
     self._held = {}  # servable -> requests holding it
     self._draining = []  # replaced servables not yet released
-    self._failed = {}  # version -> saved_model.pb's (mtime_ns, size) when its load failed
+    self._failed = {}  # version -> its model file's (mtime_ns, size) when its load failed
     self._executor = None
 
   def acquire(self, version=None):
