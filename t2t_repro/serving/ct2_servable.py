@@ -30,7 +30,7 @@ import numpy as np
 from t2t_repro import errors
 from t2t_repro.serving import batcher
 from t2t_repro.serving import servable as servable_lib
-from t2t_repro.serving.ctranslate2 import DECODING_FILE
+from t2t_repro.serving.ctranslate2 import DECODING_FILE, require_ctranslate2
 
 _EOS = 1  # t2t_repro.data.vocab.EOS_ID
 # Signature name -> ({input: (dtype, rank)}, {output: (dtype, rank)}), the SavedModel's.
@@ -59,16 +59,20 @@ class Ct2Servable(servable_lib.Servable):
       `batcher.intra_op_threads` threads. None: the defaults.
 
   Raises:
-    errors.DataError: the folder is not a loadable CTranslate2 export of this project.
+    errors.DataError: the folder is not a loadable CTranslate2 export of this project, or
+      the ctranslate2 package is not installed.
   """
 
   def __init__(self, name, version, path, options=None):  # pylint: disable=super-init-not-called
-    import ctranslate2  # pylint: disable=import-outside-toplevel
     import sentencepiece as spm  # pylint: disable=import-outside-toplevel
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     options = options or batcher.BatchingOptions()
     self.name, self.version, self.path = name, version, path
     self._tf = tf
+    try:
+      ctranslate2 = require_ctranslate2()
+    except ImportError as e:
+      raise errors.DataError(f"`model_base_path` {path}: {e}") from None
     try:
       with open(os.path.join(path, DECODING_FILE), encoding="utf-8") as f:
         self.decoding = json.load(f)

@@ -70,7 +70,12 @@ is the same); its maximum output length is one number for the batch
 """
 
 
-def _require_ctranslate2():
+def require_ctranslate2():
+  """The ctranslate2 module.
+
+  Raises:
+    ImportError: not installed, with the extra that installs it.
+  """
   try:
     import ctranslate2  # pylint: disable=import-outside-toplevel
   except ImportError:
@@ -133,7 +138,7 @@ def build_spec(model, pieces):
     ValueError: len(pieces) differs from the model's vocabulary size, or the special
       ids are not pad 0, eos 1, unk 2.
   """
-  specs = _require_ctranslate2().specs
+  specs = require_ctranslate2().specs
   if len(pieces) != model.vocab_size:
     raise ValueError(f"{len(pieces)} vocabulary pieces for a model of {model.vocab_size}")
   pre_norm = model.pre_norm
@@ -188,7 +193,7 @@ def save_spec(spec, output_dir, quantization=None):
   Raises:
     ImportError: ctranslate2 is not installed.
   """
-  ctranslate2 = _require_ctranslate2()
+  ctranslate2 = require_ctranslate2()
 
   class _Converter(ctranslate2.converters.Converter):
     def _load(self):
@@ -234,7 +239,7 @@ def export_ctranslate2(model_dir, output_dir, checkpoint_path=None, quantization
     raise ValueError(f"{model_dir} uses relative position representations (position_encoding="
                      "relative), which this CTranslate2 export does not convert; serve it with "
                      "the SavedModel (`format`=saved_model)")
-  _require_ctranslate2()  # before anything is written
+  require_ctranslate2()  # before anything is written
   if quantization in ("bfloat16", "int8_bfloat16") and importlib.util.find_spec("torch") is None:
     raise ImportError(f"CTranslate2's converter needs torch for `quantization`={quantization} "
                       "(pip install torch), or choose int8 / int8_float32 / float16")
