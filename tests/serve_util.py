@@ -17,10 +17,13 @@ _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @contextlib.contextmanager
-def running(servable, max_request_bytes=http_app.DEFAULT_MAX_REQUEST_BYTES, **options):
-  """(base URL, app) of `servable` served by uvicorn in a thread of this process on
-  127.0.0.1 (any free port), with the given `BatchingOptions` fields."""
-  app = http_app.create_app(servable, batcher.BatchingOptions(**options), max_request_bytes)
+def running(servable, max_request_bytes=http_app.DEFAULT_MAX_REQUEST_BYTES, service=None,
+            grpc=False, **options):
+  """(base URL, app) of `servable` (or the models of a `service.Service`) served by uvicorn
+  in a thread of this process on 127.0.0.1 (any free port), with the given
+  `BatchingOptions` fields; with `grpc`, the gRPC API too, on `app.state.grpc_port`."""
+  app = http_app.create_app(servable, batcher.BatchingOptions(**options), max_request_bytes,
+                            service, grpc_address=("127.0.0.1", 0) if grpc else None)
   server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None,
                                          access_log=False))
   thread = threading.Thread(target=server.run, daemon=True)
@@ -55,16 +58,18 @@ class Gated:
 
 
 def start_server(model_base_path, *flags):
-  """(process, base URL): `python -m t2t_repro.serve` on a free port, once it serves."""
+  """(process, base URL): `python -m t2t_repro.serve` on free ports, once it serves; its
+  first line ("serving ... (REST API: ...; gRPC: 127.0.0.1:PORT)") is `process.stdout_line`."""
   process = subprocess.Popen(
       [sys.executable, "-m", "t2t_repro.serve", f"--model_base_path={model_base_path}",
-       "--model_name=transformer", "--rest_api_port=0", *flags],
+       "--model_name=transformer", "--rest_api_port=0", "--port=0", *flags],
       cwd=_REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
   line = process.stdout.readline()  # "serving model ... at http://127.0.0.1:PORT/ ..."
   match = re.search(r"at (http://127\.0\.0\.1:\d+)/", line)
   if not match:
     process.kill()
     raise AssertionError(f"the server did not start: {line}{process.stderr.read()[-3000:]}")
+  process.stdout_line = line
   return process, match[1]
 
 

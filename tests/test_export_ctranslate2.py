@@ -77,7 +77,7 @@ def test_cli_export_greedy_equals_ours(trained_dir, sentences, tmp_path):
        f"--model_dir={trained_dir}", f"--export_dir={out}"],
       cwd=_REPO, capture_output=True, text=True, timeout=300, check=False)
   assert cli.returncode == 0, cli.stderr[-3000:]
-  assert sorted(os.listdir(out)) == ["README.md", "config.json", "model.bin",
+  assert sorted(os.listdir(out)) == ["README.md", "config.json", "decoding.json", "model.bin",
                                      "sentencepiece.model", "shared_vocabulary.json"]
   with open(os.path.join(out, "config.json"), encoding="utf-8") as f:
     config = json.load(f)

@@ -138,7 +138,8 @@ def test_bad_requests_get_their_status_and_the_server_stays_up(servable):
     assert version.status_code == 404
     assert version.json() == {"error": "Servable not found for request: Specific(transformer, 7)"}
     assert httpx.get(f"{base}/v1/models/other").status_code == 404
-    assert httpx.get(f"{base}/v1/nothing").json()["error"].startswith("Not Found")
+    assert httpx.get(f"{base}/v1/nothing").json() == {"error": "Malformed request: GET /v1/nothing"}
+    assert httpx.get(f"{base}/nothing").json()["error"].startswith("Not Found")
     large = httpx.post(f"{base}/v1/models/transformer:predict",
                        content=json.dumps({"instances": ["a man " * 4000]}))
     assert large.status_code == 413 and "limit of 20000 bytes" in large.json()["error"]
@@ -250,7 +251,8 @@ def test_a_model_config_file_serves_several_models(tmp_path, exported_model):
                     encoding="utf-8")
   process = subprocess.Popen(
       [sys.executable, "-m", "t2t_repro.serve", f"--model_config_file={config}",
-       "--rest_api_port=0"], cwd=_REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+       "--rest_api_port=0", "--port=0"], cwd=_REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+      text=True)
   try:
     line = process.stdout.readline()
     assert "model en_de version 1" in line and "model other version 1" in line, (
@@ -301,4 +303,9 @@ def test_serve_command_errors(tmp_path, exported_model):
     taken.listen()
     busy = serve(f"--model_base_path={exported_model}",
                  f"--rest_api_port={taken.getsockname()[1]}")
+    port = taken.getsockname()[1]
+    grpc_busy = serve(f"--model_base_path={exported_model}", "--rest_api_port=0", f"--port={port}")
   assert busy.returncode == 1 and "cannot listen" in busy.stderr.splitlines()[-1]
+  assert grpc_busy.returncode == 1
+  assert grpc_busy.stderr.splitlines()[-1].startswith(
+      f"serve: error: --port {port} on 127.0.0.1: cannot listen")

@@ -1,6 +1,7 @@
 """The one generator of flags from config fields: `define` makes an absl flag of each field
-of `TrainConfig`, `DecodeConfig` (or any dataclass declared with `settings.setting`), and
-`values` reads them back for building the config.
+of `TrainConfig`, `DecodeConfig`, the server's `BatchingOptions` and `ServerConfig` (or any
+dataclass declared with `settings.setting`), and `values` reads them back for building the
+config.
 
 A field's metadata holds its help, choices and range (fairseq's convention); the flag has
 the field's name, type, default (or None: "not given", for the decoding settings the
@@ -49,10 +50,8 @@ COMMAND_ONLY_FLAGS = frozenset({
     "target", "layer", "head",
     # download, stats
     "force", "source_url_base", "tfds", "throughput_epochs",
-    # serve (tensorflow_model_server's names; the batching settings of serving.batcher)
-    "model_base_path", "model_name", "model_config_file", "rest_api_port", "rest_api_host",
-    "max_batch_size", "max_batch_tokens", "batch_timeout_micros", "max_enqueued_batches",
-    "max_request_bytes",
+    # serve (tensorflow_model_server's names; its settings are config.serving's fields)
+    "model_base_path", "model_name", "model_config_file",
 })
 
 

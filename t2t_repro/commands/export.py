@@ -31,9 +31,10 @@ def define_flags():
       names=("beam_size", "alpha", "decode_extra_length", "decode_batch_tokens", "n_best"),
       none_defaults=True,
       help_overrides={"decode_batch_tokens": "SavedModel: source tokens (padding included) per chunk "
-                                      "the serving graph decodes at once (default: 4096).",
-                      "n_best": "SavedModel: hypotheses per sentence of the translate_nbest "
-                                "signature (default: the beam size)."})
+                                      "the serving graph decodes at once (default: 4096); "
+                                      "t2t-serve replaces it with its --max_batch_tokens.",
+                      "n_best": "Hypotheses per sentence of the translate_nbest signature "
+                                "(default: the beam size)."})
   flags.DEFINE_bool("overwrite", False, "Replace a non-empty --export_dir (the export is built "
                     "in a staging folder beside it and renamed into place).")
   shared_flags.define_inference_dtype()
@@ -57,7 +58,7 @@ def main(argv):
       path = ctranslate2.export_ctranslate2(
           FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint_path,
           quantization=FLAGS.quantization, overwrite=FLAGS.overwrite, beam_size=FLAGS.beam_size,
-          alpha=FLAGS.alpha)
+          alpha=FLAGS.alpha, decode_extra_length=FLAGS.decode_extra_length, n_best=FLAGS.n_best)
     except errors.UsageError:
       raise
     except ValueError as e:

@@ -1,16 +1,18 @@
-r"""Serves an exported SavedModel over HTTP with TensorFlow Serving's REST API.
+r"""Serves exported SavedModels with TensorFlow Serving's REST and gRPC APIs.
 
   python -m t2t_repro.serve --model_base_path=runs/export --model_name=transformer \
-      --rest_api_port=8501
+      --port=8500 --rest_api_port=8501
 
 Flags named as tensorflow_model_server's: --model_base_path (a folder of numbered versions,
-each a SavedModel of `python -m t2t_repro.export`; the highest is served), --model_name,
---rest_api_port, or --model_config_file for several models; the batching settings keep
-TensorFlow Serving's names and meanings (`t2t_repro.serving.batcher`). Binds 127.0.0.1
-unless --rest_api_host says otherwise.
+each a SavedModel of `python -m t2t_repro.export` or a CTranslate2 export of its
+--format=ctranslate2; the highest is served, and a new one is picked up every
+--file_system_poll_wait_seconds), --model_name, or --model_config_file for
+several models; the settings (ports, batching, request size, polling) are generated from the
+fields of `t2t_repro.config.serving`. Binds 127.0.0.1 unless --rest_api_host says otherwise.
 SIGTERM or Ctrl-C: stops accepting connections, answers the requests under way, exits 0
-(130 for Ctrl-C). The API, the page at / and the metrics: docs/SERVING.md,
-`t2t_repro.serving.http_app`. Needs the serve extra: pip install "t2t_repro[serve]".
+(130 for Ctrl-C). The APIs, the page at / and the metrics: docs/SERVING.md,
+`t2t_repro.serving.http_app`, `t2t_repro.serving.grpc_app`. Needs the serve extra:
+pip install "t2t_repro[serve]".
 """
 
 import signal
@@ -19,24 +21,16 @@ import socket
 from absl import flags
 
 from t2t_repro import errors
-from t2t_repro.serving.batcher import BatchingOptions
+from t2t_repro.commands import config_flags
+from t2t_repro.config.serving import BatchingOptions, ServerConfig
 
 FLAGS = flags.FLAGS
-_BATCHING_HELP = {
-    "max_batch_size": "Most sentences decoded in one call (a larger request is split over "
-                      "several calls).",
-    "max_batch_tokens": "Most source tokens (EOS included) decoded in one call; a longer single "
-                        "sentence is decoded alone.",
-    "batch_timeout_micros": "Longest wait of a batch for more requests from the arrival of its "
-                            "first one [microseconds].",
-    "max_enqueued_batches": "Batches the queue holds; a request that would need more gets 503 "
-                            "with Retry-After.",
-}
 
 
 def define_flags():
   flags.DEFINE_string("model_base_path", None, "Folder of numbered versions (<path>/1/"
-                      "saved_model.pb, ...; python -m t2t_repro.export); the highest is served.")
+                      "saved_model.pb or model.bin, ...; python -m t2t_repro.export); the "
+                      "highest is served.")
   flags.DEFINE_string("model_name", "default", "Model name of the URLs: /v1/models/<name>.")
   flags.DEFINE_string("model_config_file", None, "Several models instead of --model_base_path: "
                       "a TensorFlow Serving ModelServerConfig text proto (model_config_list "
@@ -45,16 +39,8 @@ def define_flags():
       ["model_base_path", "model_config_file"],
       lambda values: (values["model_base_path"] is None) != (values["model_config_file"] is None),
       "give one of --model_base_path and --model_config_file")
-  flags.DEFINE_integer("rest_api_port", 8501, "HTTP port (0: any free port, printed at start).",
-                       lower_bound=0, upper_bound=65535)
-  flags.DEFINE_string("rest_api_host", "127.0.0.1", "Address to listen on (0.0.0.0: every "
-                      "interface).")
-  defaults = BatchingOptions()
-  for name, help_text in _BATCHING_HELP.items():
-    flags.DEFINE_integer(name, getattr(defaults, name), help_text,
-                         lower_bound=0 if name == "batch_timeout_micros" else 1)
-  flags.DEFINE_integer("max_request_bytes", 1 << 20, "Largest request body; a larger one gets "
-                       "413.", lower_bound=1)
+  config_flags.define(ServerConfig)
+  config_flags.define(BatchingOptions)
 
 
 def main(argv):
@@ -62,25 +48,39 @@ def main(argv):
     raise errors.UsageError(f"unexpected arguments: {argv[1:]}")
   try:
     import uvicorn  # pylint: disable=import-outside-toplevel
-    from t2t_repro.serving import http_app  # pylint: disable=import-outside-toplevel
+    from t2t_repro.serving import http_app, service  # pylint: disable=import-outside-toplevel
   except ImportError as e:
     raise errors.UsageError(f"the server needs the serve extra: pip install 't2t_repro[serve]' "
                             f"({e})") from None
-  from t2t_repro.serving import servable  # pylint: disable=import-outside-toplevel
-  models = ([(FLAGS.model_name, FLAGS.model_base_path)] if FLAGS.model_base_path else
+  from t2t_repro.serving import servable, versions  # pylint: disable=import-outside-toplevel
+  config = ServerConfig(**config_flags.values(ServerConfig))
+  options = BatchingOptions(**config_flags.values(BatchingOptions))
+  models = ([(FLAGS.model_name, FLAGS.model_base_path, "")] if FLAGS.model_base_path else
             servable.read_model_config(FLAGS.model_config_file))
-  versions = [(name, *servable.latest_version(base_path)) for name, base_path in models]
-  options = BatchingOptions(**{name: FLAGS[name].value for name in _BATCHING_HELP})
-  listener = _listen(FLAGS.rest_api_host, FLAGS.rest_api_port)
-  served = [servable.Servable(name, version, path) for name, version, path in versions]
-  for model in served:
-    model.run("serving_default", {"sentences": ["Hello."]})  # the first call's set-up, now
-  app = http_app.create_app(served, options, FLAGS.max_request_bytes)
+  found = [(name, base_path, platform, *servable.latest_version(base_path))
+           for name, base_path, platform in models]
+  listener = _listen(config.rest_api_host, config.rest_api_port, "rest_api_port")
+  if config.port:
+    _listen(config.rest_api_host, config.port, "port").close()  # free now: grpcio binds it
+  servable.configure_threads(options)
+  served = [versions.ModelVersions(
+      name, servable.load_warm(name, version, path, options, platform), base_path,
+      lambda v, p, name=name, platform=platform: servable.load_warm(name, v, p, options, platform))
+            for name, base_path, platform, version, path in found]
+  host, port = listener.getsockname()[:2]
+
+  def started(grpc_port):
+    names = ", ".join(f"model {m.name} version {m.current.version} ({m.current.path})"
+                      for m in served)
+    print(f"serving {names} at http://{host}:{port}/ (REST API: /v1/models/{served[0].name}; "
+          f"gRPC: {host}:{grpc_port})", flush=True)
+
+  app = http_app.create_app(
+      None, None, config.max_request_bytes,
+      service.Service(served, options, config.file_system_poll_wait_seconds),
+      grpc_address=(config.rest_api_host, config.port), on_started=started)
   server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False,
                                          timeout_graceful_shutdown=None))
-  host, port = listener.getsockname()[:2]
-  print(f"serving {', '.join(f'model {m.name} version {m.version} ({m.path})' for m in served)} "
-        f"at http://{host}:{port}/ (REST API: /v1/models/{served[0].name})", flush=True)
   # uvicorn ends its graceful shutdown by raising the signal again: once SIGTERM has been
   # handled, it must not kill the process (exit status 0).
   signal.signal(signal.SIGTERM, lambda signum, frame: None)
@@ -88,8 +88,8 @@ def main(argv):
   print(f"stopped serving {', '.join(m.name for m in served)}", flush=True)
 
 
-def _listen(host, port):
-  """A bound socket for uvicorn (a port in use is an error line, exit 1, before loading)."""
+def _listen(host, port, flag):
+  """A bound socket (a port in use is an error line naming `flag`, exit 1, before loading)."""
   try:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     listener = socket.socket(family, socket.SOCK_STREAM)
@@ -97,6 +97,6 @@ def _listen(host, port):
     listener.bind((host, port))
     listener.listen(2048)  # connections wait in the backlog until uvicorn accepts them
   except OSError as e:
-    raise errors.DataError(f"`rest_api_port` {port} on {host}: cannot listen "
+    raise errors.DataError(f"`{flag}` {port} on {host}: cannot listen "
                            f"({e.strerror or e})") from None
   return listener

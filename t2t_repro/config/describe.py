@@ -16,6 +16,7 @@ from t2t_repro.config.data import DataConfig
 from t2t_repro.config.decode import DecodeConfig, SearchConfig
 from t2t_repro.config.hparams import HParams
 from t2t_repro.config.model import ModelConfig
+from t2t_repro.config.serving import BatchingOptions, ServerConfig
 from t2t_repro.config.train import TrainConfig
 from t2t_repro.config.optimization import OptimizationConfig
 
@@ -96,5 +97,9 @@ def config_markdown():
             "Flags of `translate` (and, some of them, `score`, `export`, `parse`, "
             "`plot_attention`, `tune`); beam_size, alpha and decode_extra_length default to the "
             "model's hparams (the decoding group above), or to what `tune` chose.", "",
-            _markdown_table(_own_fields(DecodeConfig, SearchConfig))]
+            _markdown_table(_own_fields(DecodeConfig, SearchConfig)),
+            "", "## Server settings (`ServerConfig`, `BatchingOptions`, "
+            "t2t_repro/config/serving.py)", "", "Flags of `python -m t2t_repro.serve` (tensorflow_model_server's names; "
+            "docs/SERVING.md).", "",
+            _markdown_table(dataclasses.fields(ServerConfig) + dataclasses.fields(BatchingOptions))]
   return "\n".join(parts) + "\n"

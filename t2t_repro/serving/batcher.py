@@ -1,17 +1,26 @@
-"""Batching of concurrent requests, close to TensorFlow Serving's `SharedBatchScheduler`
-(tensorflow_serving/batching/README.md): one queue shared by every model served; requests of
-one signature are merged into a batch, one thread decodes batch after batch, and each request
-gets its own rows back.
+"""Batching of concurrent requests, as TensorFlow Serving's `SharedBatchScheduler` does
+(tensorflow_serving/batching/README.md, tensorflow/core/kernels/batching_util/
+shared_batch_scheduler.h): each model has its own queue, requests of one model version and
+signature are merged into a batch, and num_batch_threads decoding threads take the ready
+batches of the queues in turn (round robin), so a flood of one model neither fills another's
+queue nor makes its batches wait behind the whole flood. Each request gets its own rows back.
 
-The settings (`BatchingOptions`) keep TensorFlow Serving's names and meanings:
+The settings (`config.BatchingOptions`) keep TensorFlow Serving's names and meanings, per
+queue as there:
 
 * max_batch_size: most rows (sentences) in one batch. A larger request is split over
   several batches (TensorFlow Serving's `enable_large_batch_splitting`).
-* batch_timeout_micros: how long a batch waits for more rows, from the arrival of its
-  first one, before it is decoded underfull.
-* max_enqueued_batches: batches the queue holds (open or waiting; not the one being
+* batch_timeout_micros: how long a batch waits for more rows before it is decoded
+  underfull: from the arrival of its first row, or, if a decoding thread was busy then, from
+  the moment one became free. A batch is closed when full or when its timeout expires, not
+  as soon as a thread is free, so the clients a finished batch just answered can still send
+  their next request into it (with one client per row, batches do not alternate between
+  the clients answered and the rest).
+* num_batch_threads: batches decoded at the same time, each in its own thread
+  (`intra_op_threads` splits the cores between them).
+* max_enqueued_batches: batches a model's queue holds (open or waiting; not the one being
   decoded). A request that would need more is refused at once (`QueueFull`: HTTP 503,
-  as TensorFlow Serving answers UNAVAILABLE "the batch scheduling queue ... is full").
+  gRPC UNAVAILABLE, as TensorFlow Serving answers "the batch scheduling queue ... is full").
 
 and add a token budget, max_batch_tokens: most source tokens (EOS included) in one batch;
 a single longer row makes a batch of its own. A batch closes when the next row does not
@@ -21,39 +30,26 @@ Decoding is per sentence (the SavedModel's maximum output length is per sentence
 sorts and chunks its batch itself), so a request's rows get the same outputs merged with
 others as alone, their scores equal to about 1e-5 (float32 sums over a differently padded
 batch; tests/test_serve.py checks it). The event loop only queues: all state
-here is touched from the loop's thread; the decoding thread runs `run_batch` alone.
+here is touched from the loop's thread; the decoding threads only run `run_batch`.
 """
 
 import asyncio
 import collections
 import concurrent.futures
-import dataclasses
+import os
 import time
 
 import numpy as np
 
-
-@dataclasses.dataclass(frozen=True)
-class BatchingOptions:
-  """The batching settings (see the module docstring); TensorFlow Serving's names."""
-  max_batch_size: int = 64
-  max_batch_tokens: int = 4096
-  batch_timeout_micros: int = 2000
-  max_enqueued_batches: int = 16
-
-  def __post_init__(self):
-    for field in dataclasses.fields(self):
-      lowest = 0 if field.name == "batch_timeout_micros" else 1
-      if getattr(self, field.name) < lowest:
-        raise ValueError(f"`{field.name}` must be >= {lowest}, got {getattr(self, field.name)}")
+from t2t_repro.config.serving import BatchingOptions  # pylint: disable=unused-import
 
 
 class QueueFull(Exception):
-  """The queue has no room for a request (max_enqueued_batches batches are waiting)."""
+  """A model's queue has no room for a request (max_enqueued_batches batches are waiting)."""
 
 
 class RequestTooLarge(Exception):
-  """A request has more rows than the whole queue can hold."""
+  """A request has more rows than a whole queue can hold."""
 
 
 class _Task:
@@ -66,7 +62,7 @@ class _Task:
 
 
 class _Batch:
-  """Pieces (task, start, end) of requests of one signature, decoded in one call."""
+  """Pieces (task, start, end) of requests of one key, decoded in one call."""
 
   def __init__(self, key, opened):
     self.key, self.opened = key, opened
@@ -74,22 +70,27 @@ class _Batch:
 
 
 class Batcher:
-  """Queues requests' rows into batches and decodes them in one thread.
+  """Queues requests' rows into batches, a queue per model, and decodes them in one thread.
 
   Args:
     run_batch: (key, {input: list of rows}) -> {output: numpy array [rows, ...]}, called in
-      the decoding thread; key: (model name, signature name) as given to `submit`.
-    options: `BatchingOptions`.
+      the decoding thread; key as given to `submit`.
+    options: `config.BatchingOptions`, each model's queue's.
     metrics: a `metrics.ServerMetrics` or None.
   """
 
   def __init__(self, run_batch, options, metrics=None):
     self._run_batch, self.options, self._metrics = run_batch, options, metrics
-    self._queue = collections.deque()  # _Batch, oldest first
+    self._queues = {}  # model name -> deque of _Batch, oldest first (in first-use order)
     self._open = {}  # key -> the batch that still takes rows
+    self._turn = 0  # the queue whose ready batch goes first (round robin)
     self._wakeup = None
     self._worker = None
-    self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="decode")
+    self._executor = concurrent.futures.ThreadPoolExecutor(options.num_batch_threads,
+                                                           thread_name_prefix="decode")
+    self._free = options.num_batch_threads  # decoding threads without a batch
+    self._freed = 0.0  # time.monotonic() when a decoding thread last became free
+    self._decoding = set()  # tasks of the batches being decoded
     self._stopping = False
 
   def start(self):
@@ -102,11 +103,12 @@ class Batcher:
     self._stopping = True
     self._wakeup.set()
     await self._worker
+    await asyncio.gather(*self._decoding)
     self._executor.shutdown(wait=True)
 
   def queued_rows(self):
-    """Rows waiting in the queue [int]."""
-    return sum(batch.rows for batch in self._queue)
+    """Rows waiting in the queues [int]."""
+    return sum(batch.rows for queue in self._queues.values() for batch in queue)
 
   def submit(self, key, columns, row_tokens, batched=True):
     """Queues a request; returns an asyncio.Future of its outputs ({output: numpy array
@@ -114,31 +116,33 @@ class Batcher:
     decoded (a client that went away).
 
     Args:
-      key: (model name, signature name); only requests of one key share a batch.
+      key: (model name, ..., signature name), e.g. (model, version, signature): only
+        requests of one key share a batch, and the model name picks the queue.
       columns: {input name: list of rows}.
       row_tokens: list of int, the tokens of each row.
       batched: False: the request is a batch of its own, whatever its size.
 
     Raises:
-      QueueFull: the queue lacks the batches the request needs.
-      RequestTooLarge: the request is larger than the whole queue.
+      QueueFull: the model's queue lacks the batches the request needs.
+      RequestTooLarge: the request is larger than a whole queue.
     """
     now = time.monotonic()
-    if len(self._plan(None, row_tokens, batched)) > self.options.max_enqueued_batches:
+    limit = self.options.max_enqueued_batches
+    if len(self._plan(None, row_tokens, batched)) > limit:
       raise RequestTooLarge(
-          f"the request has {len(row_tokens)} rows, more than the queue's "
-          f"{self.options.max_enqueued_batches} batches of {self.options.max_batch_size} rows "
-          f"and {self.options.max_batch_tokens} tokens hold")
+          f"the request has {len(row_tokens)} rows, more than the queue's {limit} batches of "
+          f"{self.options.max_batch_size} rows and {self.options.max_batch_tokens} tokens hold")
+    queue = self._queues.setdefault(key[0], collections.deque())
     plan = self._plan(self._open.get(key), row_tokens, batched)
     new_batches = sum(1 for batch, _, _ in plan if batch is None)
-    if len(self._queue) + new_batches > self.options.max_enqueued_batches:
-      raise QueueFull(f"the batch queue is full ({len(self._queue)} of "
-                      f"{self.options.max_enqueued_batches} batches waiting)")
+    if len(queue) + new_batches > limit:
+      raise QueueFull(f"model {key[0]}'s batch queue is full ({len(queue)} of {limit} batches "
+                      "waiting)")
     task = _Task(columns, row_tokens, asyncio.get_running_loop().create_future())
     for batch, start, end in plan:
       if batch is None:
         batch = _Batch(key, now)
-        self._queue.append(batch)
+        queue.append(batch)
         if self._open.get(key) is not None:
           self._open[key].closed = True
         self._open[key] = batch if batched else None
@@ -153,7 +157,7 @@ class Batcher:
 
   def _plan(self, batch, row_tokens, batched):
     """[(batch or None for a new one, start row, end row)]: the request's rows cut over
-    `batch` (the open batch of their signature, or None) and new batches, each within
+    `batch` (the open batch of their key, or None) and new batches, each within
     max_batch_size and max_batch_tokens."""
     if not batched:
       return [(None, 0, len(row_tokens))]
@@ -174,22 +178,30 @@ class Batcher:
                          and tokens + row <= self.options.max_batch_tokens)
 
   async def _next_batch(self):
-    """The oldest batch once it is full or its timeout has passed (None: stopped, empty)."""
+    """The next ready batch (full, or its timeout passed), taking the queues in turn, once a
+    decoding thread is free; None once stopped and empty. A batch's timeout runs from its
+    first row or from the moment a thread last became free, whichever is later."""
     timeout = self.options.batch_timeout_micros / 1e6
     while True:
-      if self._queue:
-        head = self._queue[0]
-        wait = head.opened + timeout - time.monotonic()
-        if head.closed or wait <= 0 or self._stopping:
-          self._queue.popleft()
+      names = list(self._queues)
+      wait = None
+      for offset in range(len(names) if self._free else 0):
+        name = names[(self._turn + offset) % len(names)]
+        queue = self._queues[name]
+        if not queue:
+          continue
+        head = queue[0]
+        head_wait = max(head.opened, self._freed) + timeout - time.monotonic()
+        if head.closed or head_wait <= 0 or self._stopping:
+          queue.popleft()
           if self._open.get(head.key) is head:
             del self._open[head.key]
+          self._turn = (self._turn + offset + 1) % len(names)
           self._report_queue()
           return head
-      elif self._stopping:
+        wait = head_wait if wait is None else min(wait, head_wait)
+      if self._stopping and not any(self._queues.values()):
         return None
-      else:
-        wait = None
       self._wakeup.clear()
       try:
         await asyncio.wait_for(self._wakeup.wait(), wait)
@@ -197,23 +209,31 @@ class Batcher:
         pass
 
   async def _serve(self):
-    loop = asyncio.get_running_loop()
     while (batch := await self._next_batch()) is not None:
       pieces = [piece for piece in batch.pieces if not piece[0].future.done()]  # not cancelled
       if not pieces:
         continue
-      columns = {name: [row for task, start, end in pieces for row in task.columns[name][start:end]]
-                 for name in pieces[0][0].columns}
-      if self._metrics is not None:
-        self._metrics.observe_batch(*batch.key, sum(end - start for _, start, end in pieces),
-                                    sum(sum(t.row_tokens[s:e]) for t, s, e in pieces))
-      try:
-        outputs = await loop.run_in_executor(self._executor, self._run_batch, batch.key, columns)
-      except Exception as e:  # pylint: disable=broad-except  # the requests' error, not ours
-        for task, _, _ in pieces:
-          if not task.future.done():
-            task.future.set_exception(e)
-        continue
+      self._free -= 1
+      task = asyncio.get_running_loop().create_task(self._decode(batch, pieces))
+      self._decoding.add(task)
+      task.add_done_callback(self._decoding.discard)
+
+  async def _decode(self, batch, pieces):
+    """Decodes one batch in a decoding thread and answers its requests."""
+    columns = {name: [row for task, start, end in pieces for row in task.columns[name][start:end]]
+               for name in pieces[0][0].columns}
+    if self._metrics is not None:
+      self._metrics.observe_batch(batch.key[0], batch.key[-1],
+                                  sum(end - start for _, start, end in pieces),
+                                  sum(sum(t.row_tokens[s:e]) for t, s, e in pieces))
+    try:
+      outputs = await asyncio.get_running_loop().run_in_executor(
+          self._executor, self._run_batch, batch.key, columns)
+    except Exception as e:  # pylint: disable=broad-except  # the requests' error, not ours
+      for task, _, _ in pieces:
+        if not task.future.done():
+          task.future.set_exception(e)
+    else:
       offset = 0
       for task, start, end in pieces:
         task.parts[start] = {name: value[offset:offset + end - start]
@@ -224,7 +244,17 @@ class Batcher:
           parts = [task.parts[s] for s in sorted(task.parts)]
           task.future.set_result({name: np.concatenate([part[name] for part in parts])
                                   for name in parts[0]})
+    finally:
+      self._free += 1
+      self._freed = time.monotonic()
+      self._wakeup.set()
 
   def _report_queue(self):
     if self._metrics is not None:
-      self._metrics.queue(self.queued_rows(), len(self._queue))
+      self._metrics.queue(self.queued_rows(), sum(len(q) for q in self._queues.values()))
+
+
+def intra_op_threads(num_batch_threads, cores=None):
+  """Intra-op threads of each decoding thread: the cores split between the
+  `num_batch_threads` threads, at least 1 (`cores`: None, os.cpu_count())."""
+  return max(1, (cores or os.cpu_count() or 1) // num_batch_threads)

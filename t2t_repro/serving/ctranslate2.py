@@ -18,8 +18,10 @@ quantization, aliasing of shared weights), as CTranslate2's own converters do:
   decoder starts from id 0 (our shifted-right start symbol), EOS is appended to
   sources (`add_source_eos`), there is no BOS.
 
-The output directory also gets the sentencepiece model (`sentencepiece.model`) and a
-README.md with a call example. One difference remains (docs/SERVING.md): CTranslate2's
+The output directory also gets the sentencepiece model (`sentencepiece.model`), the
+decoding settings a server uses (`decoding.json`: beam_size, alpha, decode_extra_length,
+n_best, max_input_length; `t2t_repro.serving.ct2_servable`) and a README.md with a call
+example. One difference remains (docs/SERVING.md): CTranslate2's
 beam search normalizes scores by length^length_penalty, not the GNMT
 ((5 + |Y|) / 6)^alpha of §6.1, so beam outputs can differ where the two penalties rank
 hypotheses differently; greedy search (beam 1) is the same search (tested equal).
@@ -39,6 +41,7 @@ from t2t_repro.serving import QUANTIZATIONS, check_export_dir
 # Rows of the explicit position table: CTranslate2 cannot encode positions beyond it
 # (its own default maximum input length is 1024 tokens).
 MAX_POSITIONS = 1024
+DECODING_FILE = "decoding.json"  # the decoding settings fixed at export (`export_ctranslate2`)
 LAYER_NORM_EPSILON = 1e-6  # keras.layers.LayerNormalization(epsilon=1e-6) in model/layers.py
 
 _README = """# CTranslate2 model converted from a t2t_repro model dir
@@ -67,7 +70,12 @@ is the same); its maximum output length is one number for the batch
 """
 
 
-def _require_ctranslate2():
+def require_ctranslate2():
+  """The ctranslate2 module.
+
+  Raises:
+    ImportError: not installed, with the extra that installs it.
+  """
   try:
     import ctranslate2  # pylint: disable=import-outside-toplevel
   except ImportError:
@@ -130,7 +138,7 @@ def build_spec(model, pieces):
     ValueError: len(pieces) differs from the model's vocabulary size, or the special
       ids are not pad 0, eos 1, unk 2.
   """
-  specs = _require_ctranslate2().specs
+  specs = require_ctranslate2().specs
   if len(pieces) != model.vocab_size:
     raise ValueError(f"{len(pieces)} vocabulary pieces for a model of {model.vocab_size}")
   pre_norm = model.pre_norm
@@ -185,7 +193,7 @@ def save_spec(spec, output_dir, quantization=None):
   Raises:
     ImportError: ctranslate2 is not installed.
   """
-  ctranslate2 = _require_ctranslate2()
+  ctranslate2 = require_ctranslate2()
 
   class _Converter(ctranslate2.converters.Converter):
     def _load(self):
@@ -195,19 +203,22 @@ def save_spec(spec, output_dir, quantization=None):
 
 
 def export_ctranslate2(model_dir, output_dir, checkpoint_path=None, quantization=None,
-                       overwrite=False, beam_size=None, alpha=None):
+                       overwrite=False, beam_size=None, alpha=None, decode_extra_length=None,
+                       n_best=None):
   """Writes the CTranslate2 model directory of a model dir.
 
   Args:
     model_dir: model directory (hparams.json, vocab.model, checkpoints).
     output_dir: folder to write (model.bin, config.json, shared_vocabulary.json,
-      sentencepiece.model, README.md).
+      sentencepiece.model, decoding.json, README.md).
     checkpoint_path: checkpoint prefix (default: latest of model_dir).
     quantization: None (float32) or one of `QUANTIZATIONS` (weights stored in that
       type; CTranslate2 computes with it).
     overwrite: replace a non-empty output_dir. The model is built in a staging sibling folder
       and renamed (`ModelDir.write_dir`): output_dir is absent, as it was, or complete.
-    beam_size, alpha: only for the README's example (default: the hparams').
+    beam_size, alpha, decode_extra_length: the decoding a server applies (`decoding.json`)
+      and the README's example (None: the hparams', `DecodeConfig.resolve`).
+    n_best: hypotheses per sentence of a server's translate_nbest (None: the beam size).
 
   Returns:
     output_dir.
@@ -222,12 +233,13 @@ def export_ctranslate2(model_dir, output_dir, checkpoint_path=None, quantization
   if quantization is not None and quantization not in QUANTIZATIONS:
     raise ValueError(f"unknown quantization {quantization!r}; one of {', '.join(QUANTIZATIONS)}")
   check_export_dir(output_dir, overwrite)
+  from t2t_repro.decoding import config as decode_config  # pylint: disable=import-outside-toplevel
   from t2t_repro.decoding.loading import load_for_inference  # pylint: disable=import-outside-toplevel
   if ModelDir(model_dir).read_hparams().position_encoding == "relative":
     raise ValueError(f"{model_dir} uses relative position representations (position_encoding="
                      "relative), which this CTranslate2 export does not convert; serve it with "
                      "the SavedModel (`format`=saved_model)")
-  _require_ctranslate2()  # before anything is written
+  require_ctranslate2()  # before anything is written
   if quantization in ("bfloat16", "int8_bfloat16") and importlib.util.find_spec("torch") is None:
     raise ImportError(f"CTranslate2's converter needs torch for `quantization`={quantization} "
                       "(pip install torch), or choose int8 / int8_float32 / float16")
@@ -239,15 +251,22 @@ def export_ctranslate2(model_dir, output_dir, checkpoint_path=None, quantization
   logging.info("export: converting to CTranslate2 (weights %s) and writing %s",
                quantization or "float32", output_dir)
   spec = build_spec(model, pieces)
+  config = decode_config.DecodeConfig.resolve(hparams, beam_size=beam_size, alpha=alpha,
+                                               decode_extra_length=decode_extra_length)
+  decoding = {"beam_size": config.beam_size, "alpha": config.alpha,
+              "decode_extra_length": config.decode_extra_length,
+              "n_best": n_best or config.beam_size,
+              "max_input_length": min(model.max_positions, MAX_POSITIONS)
+                                  - config.decode_extra_length}
   readme = _README.format(model_dir=os.path.abspath(model_dir), out=os.path.abspath(output_dir),
                           quantization=quantization or "none (float32)",
-                          beam_size=beam_size or hparams.beam_size,
-                          alpha=hparams.alpha if alpha is None else alpha,
-                          extra=hparams.decode_extra_length)
+                          beam_size=config.beam_size, alpha=config.alpha,
+                          extra=config.decode_extra_length)
 
   def write(staging):
     save_spec(spec, staging.path, quantization)
     tokenizer.save(staging.file("sentencepiece.model"))
+    staging.write_json(DECODING_FILE, decoding)
     staging.write_bytes("README.md", readme)
 
   ModelDir(output_dir).write_dir(write)

@@ -1,20 +1,21 @@
-"""The HTTP application: TensorFlow Serving's REST API over one or more `Servable`s
-(Starlette, an ASGI app that uvicorn runs; `t2t_repro.commands.serve`).
+"""The HTTP application: TensorFlow Serving's REST API over the served models (Starlette, an
+ASGI app that uvicorn runs; `t2t_repro.commands.serve`).
 
-  GET  /v1/models/<name>[/versions/<v>]            model status
+  GET  /v1/models/<name>[/versions/<v>]            model status (every version's state)
   GET  /v1/models/<name>[/versions/<v>]/metadata   signatures (GetModelMetadataResponse)
   POST /v1/models/<name>[/versions/<v>]:predict    {"instances": [...]} or {"inputs": ...},
                                                    optional "signature_name"
   GET  /metrics                                    Prometheus metrics (`metrics`)
   GET  /                                           a page to translate in a browser
 
-The formats and status codes are TensorFlow Serving's (tensorflow_serving/g3doc/api_rest.md;
-`rest`). Predict requests are checked (`Servable.row_tokens`), queued (`batcher.Batcher`,
-one queue and one decoding thread for all the models, a batch holding one model's requests
-of one signature: 503 with Retry-After when full) and answered when their rows are decoded;
-the page is the first model's. A client that
-disconnects first has its rows dropped from the queue, and nobody else notices. Errors
-are {"error": message} with a status; no request takes the server down.
+The URLs, formats and status codes are TensorFlow Serving's (tensorflow_serving/g3doc/
+api_rest.md, http_rest_api_handler.cc: a /v1 path outside these patterns is 400 "Malformed
+request"; `rest`). Predict requests go through `service.Service` (checked, queued in the
+batcher, answered when their rows are decoded; 503 with Retry-After when the model's queue
+is full); the page is the first model's. A client that disconnects first, while sending its
+body or waiting, has its rows dropped from the queue and is counted as 499, and nobody else
+notices. Every answer is JSON ({"error": message} with a status); no request takes the
+server down, and a request cut short by a forced stop gets 503.
 """
 
 import asyncio
@@ -22,64 +23,80 @@ import contextlib
 import html
 import importlib.resources
 import json
+import re
 import time
 
 from absl import logging
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
+from starlette.requests import ClientDisconnect
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from t2t_repro.serving import batcher as batcher_lib
-from t2t_repro.serving import metrics as metrics_lib
 from t2t_repro.serving import rest
+from t2t_repro.serving import service as service_lib
+from t2t_repro.config.serving import ServerConfig
 
-DEFAULT_MAX_REQUEST_BYTES = 1 << 20
+DEFAULT_MAX_REQUEST_BYTES = ServerConfig().max_request_bytes
+# TensorFlow Serving's patterns (http_rest_api_handler.cc).
+_PREDICT = re.compile(r"/v1/models/([^/:]+)(?:/versions/(\d+)|/labels/([^/:]+))?:(\w+)")
+_STATUS = re.compile(r"/v1/models(?:/([^/:]+))?(?:/versions/(\d+)|/labels/([^/:]+))?"
+                     r"(/metadata)?")
 
 
-def create_app(servables, options, max_request_bytes=DEFAULT_MAX_REQUEST_BYTES):
-  """The ASGI app serving `servables`.
+def create_app(servables, options, max_request_bytes=DEFAULT_MAX_REQUEST_BYTES, service=None,
+               grpc_address=None, on_started=None):
+  """The ASGI app serving `servables`, or the models of `service`.
 
   Args:
     servables: a `servable.Servable` (or an object with its attributes and methods), or a
-      list of them with distinct names.
-    options: `batcher.BatchingOptions`.
+      list of them with distinct names, each served to the end; ignored with `service`.
+    options: `config.BatchingOptions`; ignored with `service`.
     max_request_bytes: the largest request body; a larger one gets 413.
+    service: a `service.Service` (e.g. watching its models' base paths), started and
+      stopped with the app's lifespan.
+    grpc_address: (host, port): also serve the gRPC API there (`grpc_app`), started and
+      stopped (its calls under way answered first) with the app's lifespan.
+    on_started: called with the gRPC port (or None) once the app serves.
 
   Returns:
-    A Starlette app; `app.state.metrics` is its `metrics.ServerMetrics`, `app.state.batcher`
-    its `batcher.Batcher` (started and stopped with the app's lifespan).
+    A Starlette app; `app.state.service` is its `service.Service`, `app.state.metrics` and
+    `app.state.batcher` that service's.
   """
-  servables = servables if isinstance(servables, (list, tuple)) else [servables]
-  by_name = {servable.name: servable for servable in servables}
-  metrics = metrics_lib.ServerMetrics()
-  batcher = batcher_lib.Batcher(lambda key, columns: by_name[key[0]].run(key[1], columns),
-                                options, metrics)
-  api = _Api(by_name, batcher, metrics, max_request_bytes)
-  versioned = "/v1/models/{name}/versions/{version}"
+  service = service or service_lib.Service(service_lib.fixed(servables), options)
+  api = _Api(service, max_request_bytes)
   routes = [
-      Route("/v1/models/{name}:{verb}", api.predict, methods=["POST"]),
-      Route(versioned + ":{verb}", api.predict, methods=["POST"]),
-      Route("/v1/models/{name}", api.status, methods=["GET"]),
-      Route(versioned, api.status, methods=["GET"]),
-      Route("/v1/models/{name}/metadata", api.metadata, methods=["GET"]),
-      Route(versioned + "/metadata", api.metadata, methods=["GET"]),
+      Route("/v1/{path:path}", api.v1, methods=["GET", "POST"]),
       Route("/metrics", api.metrics, methods=["GET"]),
       Route("/", api.page, methods=["GET"]),
   ]
 
   @contextlib.asynccontextmanager
   async def lifespan(app):
-    del app
-    batcher.start()
-    yield
-    await batcher.stop()
+    service.start()
+    grpc_server = None
+    if grpc_address is not None:
+      from t2t_repro.serving import grpc_app  # pylint: disable=import-outside-toplevel
+      grpc_server, app.state.grpc_port = grpc_app.create_server(service, *grpc_address,
+                                                                max_request_bytes)
+      await grpc_server.start()
+    if on_started is not None:
+      on_started(app.state.grpc_port)
+    try:
+      yield
+    except asyncio.CancelledError:  # a forced stop (a second Ctrl-C): nothing is waited for
+      return
+    if grpc_server is not None:
+      await grpc_app.stop(grpc_server)
+    await service.stop()
 
   app = Starlette(routes=routes, lifespan=lifespan,
-                  middleware=[Middleware(_Observed, metrics=metrics)],
+                  middleware=[Middleware(_Observed, metrics=service.metrics)],
                   exception_handlers={HTTPException: _http_exception})
-  app.state.metrics, app.state.batcher = metrics, batcher
+  app.state.service, app.state.metrics, app.state.batcher = (service, service.metrics,
+                                                             service.batcher)
+  app.state.grpc_port = None
   return app
 
 
@@ -97,40 +114,40 @@ def _error_response(error):
 
 async def _http_exception(request, exc):
   """Starlette's own errors (no such route, wrong method) as {"error": ...}."""
-  return _json_response({"error": f"{exc.detail}: {request.method} {request.url.path}"},
-                        exc.status_code)
+  return Response(json.dumps({"error": f"{exc.detail}: {request.method} {request.url.path}"}),
+                  status_code=exc.status_code, media_type="application/json")
 
 
 class _Api:
   """The endpoints' handlers."""
 
-  def __init__(self, servables, batcher, metrics, max_request_bytes):
-    self._servables, self._batcher, self._metrics = servables, batcher, metrics
+  def __init__(self, service, max_request_bytes):
+    self._service, self._metrics = service, service.metrics
     self._max_request_bytes = max_request_bytes
     page = importlib.resources.files("t2t_repro.serving").joinpath("page.html").read_text("utf-8")
-    self._page = page.replace("{{model_name}}", html.escape(next(iter(servables)), quote=True))
+    self._page = page.replace("{{model_name}}", html.escape(next(iter(service.models)),
+                                                            quote=True))
 
-  def _find(self, request):
-    """The servable the URL names (404 NOT_FOUND otherwise, TensorFlow Serving's words)."""
-    name = request.path_params["name"]
-    version = request.path_params.get("version")
-    servable = self._servables.get(name)
-    if servable is None or version not in (None, str(servable.version)):
-      spec = f"Latest({name})" if version is None else f"Specific({name}, {version})"
-      raise rest.ApiError("NOT_FOUND", f"Servable not found for request: {spec}")
-    return servable
+  async def v1(self, request):
+    return await _answer(self._v1, request, self._metrics)
 
-  async def status(self, request):
-    return await _answer(self._status, request)
-
-  async def _status(self, request):
-    servable = self._find(request)
-    return _json_response({"model_version_status": [{
-        "version": str(servable.version), "state": "AVAILABLE",
-        "status": {"error_code": "OK", "error_message": ""}}]})
-
-  async def metadata(self, request):
-    return await _answer(lambda r: _metadata(self._find(r)), request)
+  async def _v1(self, request):
+    path = request.url.path
+    if request.method == "POST" and (match := _PREDICT.fullmatch(path)):
+      name, version, label, verb = match.groups()
+      return await self._predict(request, name, _version(version), label, verb)
+    if request.method == "GET" and (match := _STATUS.fullmatch(path)):
+      name, version, label, metadata = match.groups()
+      if name is None:
+        raise rest.ApiError("INVALID_ARGUMENT", "Missing model name in request.")
+      if metadata:
+        model = self._service.model(name, _version(version), label)
+        return _json_response(model.current.metadata())
+      return _json_response({"model_version_status": [
+          {"version": str(v), "state": state,
+           "status": {"error_code": "UNKNOWN" if error else "OK", "error_message": error}}
+          for v, state, error in self._service.status(name, _version(version), label)]})
+    raise rest.ApiError("INVALID_ARGUMENT", f"Malformed request: {request.method} {path}")
 
   async def metrics(self, request):
     del request
@@ -141,28 +158,15 @@ class _Api:
     del request
     return HTMLResponse(self._page)
 
-  async def predict(self, request):
-    return await _answer(self._predict, request)
-
-  async def _predict(self, request):
-    servable = self._find(request)
-    if request.path_params["verb"] != "predict":
-      raise rest.ApiError("INVALID_ARGUMENT", f"':{request.path_params['verb']}' is not served; "
-                          "this server answers ':predict'")
-    body = await self._body(request)
-    signature, columns, row_format = rest.parse_predict(body, servable.signatures)
-    row_tokens = servable.row_tokens(signature, columns)
-    try:
-      future = self._batcher.submit((servable.name, signature), columns, row_tokens,
-                                    servable.signatures[signature].batched)
-    except batcher_lib.QueueFull as e:
-      raise rest.ApiError("UNAVAILABLE", f"The batch scheduling queue to which this task was "
-                          f"submitted is full: {e}", headers={"Retry-After": "1"}) from None
-    except batcher_lib.RequestTooLarge as e:
-      raise rest.ApiError("INVALID_ARGUMENT", str(e)) from None
-    outputs = await _result_or_disconnect(request, future, self._metrics)
-    if outputs is None:
-      return Response(status_code=rest.HTTP_STATUS["CANCELLED"])  # nobody reads it
+  async def _predict(self, request, name, version, label, verb):
+    async with self._service.held(name, version, label) as servable:
+      if verb != "predict":
+        raise rest.ApiError("INVALID_ARGUMENT", f"':{verb}' is not served; this server answers "
+                            "':predict'")
+      body = await self._body(request)
+      signature, columns, row_format = rest.parse_predict(body, servable.signatures)
+      future = self._service.submit(servable, signature, columns)
+      outputs = await _result_or_disconnect(request, future)
     return _json_response(rest.predict_response(outputs, row_format))
 
   async def _body(self, request):
@@ -182,17 +186,28 @@ class _Api:
     return b"".join(chunks)
 
 
-async def _metadata(servable):
-  return _json_response(servable.metadata())
+def _version(text):
+  return int(text) if text is not None else None
 
 
-async def _answer(handler, request):
+class _Disconnected(Exception):
+  """The client went away before its answer."""
+
+
+async def _answer(handler, request, metrics):
   """handler(request)'s response, or the error's: an ApiError as its status and message, a
-  decoding error as 400 (INVALID_ARGUMENT) or 500, any other exception as 500 (logged)."""
+  client gone as 499 (counted, nobody reads it), a request cancelled by a forced stop as
+  503, a decoding error as 400 (INVALID_ARGUMENT), any other exception as 500 (logged)."""
   try:
     return await handler(request)
   except rest.ApiError as e:
     return _error_response(e)
+  except (ClientDisconnect, _Disconnected):
+    metrics.disconnects.inc()
+    return Response(status_code=rest.HTTP_STATUS["CANCELLED"])
+  except asyncio.CancelledError:  # the server is forced to stop: answer rather than drop
+    return _error_response(rest.ApiError("UNAVAILABLE", "the server was stopped before the "
+                                         "answer was ready"))
   except Exception as e:  # pylint: disable=broad-except  # a server stays up
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     if isinstance(e, tf.errors.InvalidArgumentError):
@@ -201,9 +216,9 @@ async def _answer(handler, request):
     return _error_response(rest.ApiError("INTERNAL", f"internal error: {type(e).__name__}: {e}"))
 
 
-async def _result_or_disconnect(request, future, metrics):
-  """The future's result, or None if the client disconnects first (the future is then
-  cancelled, so its rows not yet decoded are dropped)."""
+async def _result_or_disconnect(request, future):
+  """The future's result; raises _Disconnected if the client disconnects first (the future
+  is then cancelled, so its rows not yet decoded are dropped)."""
 
   async def disconnected():
     while (await request.receive())["type"] != "http.disconnect":
@@ -217,8 +232,7 @@ async def _result_or_disconnect(request, future, metrics):
   if future.done():
     return future.result()
   future.cancel()
-  metrics.disconnects.inc()
-  return None
+  raise _Disconnected()
 
 
 def _endpoint(method, path):

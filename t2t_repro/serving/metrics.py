@@ -1,6 +1,9 @@
 """The server's Prometheus metrics (prometheus_client), served at GET /metrics.
 
-  t2t_serve_requests_total{endpoint, code}      requests answered, by HTTP status
+  t2t_serve_requests_total{endpoint, code}      requests answered: REST endpoints (predict,
+                                                status, metadata, metrics, page, other) by
+                                                HTTP status, gRPC ones (grpc_predict,
+                                                grpc_metadata, grpc_status) by code name
   t2t_serve_request_latency_seconds{endpoint}   arrival to response, seconds
   t2t_serve_batch_size{model, signature}        rows (sentences) per decoding call
   t2t_serve_batch_tokens{model, signature}      source tokens (EOS included) per decoding call
@@ -24,7 +27,8 @@ class ServerMetrics:
     self.registry = prometheus_client.CollectorRegistry()
     r = self.registry
     self.requests = prometheus_client.Counter(
-        "t2t_serve_requests", "Requests answered, by endpoint and HTTP status.",
+        "t2t_serve_requests",
+        "Requests answered, by endpoint and status (HTTP, or the gRPC code's name).",
         ["endpoint", "code"], registry=r)
     self.latency = prometheus_client.Histogram(
         "t2t_serve_request_latency_seconds", "Time from a request's arrival to its response [s].",

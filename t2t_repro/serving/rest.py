@@ -54,7 +54,8 @@ def parse_predict(body, signatures):
 
   Raises:
     ApiError: INVALID_ARGUMENT (malformed JSON, an unknown field, both or neither of
-      instances and inputs, a missing or wrong input, rows of different counts) or
+      instances and inputs, a missing or wrong input, a string that is no Unicode text,
+      rows of different counts) or
       FAILED_PRECONDITION (an unknown signature), each with one line naming the problem.
   """
   try:
@@ -63,6 +64,11 @@ def parse_predict(body, signatures):
     raise ApiError("INVALID_ARGUMENT", f"JSON Parse error: {e.msg} at offset: {e.pos}") from None
   except UnicodeDecodeError as e:
     raise ApiError("INVALID_ARGUMENT", f"the request body is not UTF-8 (byte {e.start})") from None
+  except RecursionError:
+    raise ApiError("INVALID_ARGUMENT", "JSON Parse error: the document is nested too "
+                   "deeply") from None
+  except ValueError as e:  # e.g. an integer of more than sys.get_int_max_str_digits() digits
+    raise ApiError("INVALID_ARGUMENT", f"JSON Parse error: {e}") from None
   if not isinstance(request, dict):
     raise ApiError("INVALID_ARGUMENT", "the request body must be a JSON object with "
                    "'instances' or 'inputs'")
@@ -70,7 +76,7 @@ def parse_predict(body, signatures):
   if unknown:
     raise ApiError("INVALID_ARGUMENT", f"unknown field '{unknown[0]}' in the request; a predict "
                    f"request has {', '.join(_FIELDS)}")
-  name = request.get("signature_name", "serving_default")
+  name = request.get("signature_name") or "serving_default"  # "" too, as TensorFlow Serving
   if not isinstance(name, str) or name not in signatures:
     raise ApiError("FAILED_PRECONDITION", f"Serving signature name: \"{name}\" not found in "
                    f"signature def (signatures: {', '.join(sorted(signatures))})")
@@ -93,7 +99,7 @@ def parse_predict(body, signatures):
 def _rows_to_columns(instances, names):
   if not isinstance(instances, list) or not instances:
     raise ApiError("INVALID_ARGUMENT", "'instances' must be a non-empty list")
-  if all(isinstance(row, dict) for row in instances):
+  if all(isinstance(row, dict) and not _is_b64(row) for row in instances):
     for index, row in enumerate(instances):
       if set(row) != set(names):
         raise ApiError("INVALID_ARGUMENT", f"instance {index}: expected the inputs "
@@ -103,6 +109,11 @@ def _rows_to_columns(instances, names):
     raise ApiError("INVALID_ARGUMENT", f"this signature has several inputs ({', '.join(names)}): "
                    "each instance must be an object naming them")
   return {names[0]: instances}
+
+
+def _is_b64(value):
+  """A {"b64": "..."} object: one value, not an instance naming its inputs."""
+  return isinstance(value, dict) and set(value) == {"b64"}
 
 
 def _columns(inputs, names):
@@ -127,13 +138,19 @@ def _columns(inputs, names):
 def _value(value, name, index, dtype, rank):
   """One row's value of input `name`, checked against its dtype and rank."""
   if dtype.name == "string" and rank == 1:
-    if isinstance(value, dict) and set(value) == {"b64"} and isinstance(value["b64"], str):
+    if _is_b64(value) and isinstance(value["b64"], str):
       try:
         return base64.b64decode(value["b64"], validate=True).decode("utf-8")
       except (binascii.Error, UnicodeDecodeError):
         raise ApiError("INVALID_ARGUMENT", f"instance {index}: input '{name}': invalid base64 "
                        "or not UTF-8 text") from None
     if isinstance(value, str):
+      try:
+        value.encode("utf-8")
+      except UnicodeEncodeError as e:  # a lone surrogate, e.g. "\\ud800"
+        raise ApiError("INVALID_ARGUMENT", f"instance {index}: input '{name}' is not Unicode "
+                       f"text (a lone surrogate \\u{ord(value[e.start]):04x} at character "
+                       f"{e.start})") from None
       return value
     raise ApiError("INVALID_ARGUMENT", f"instance {index}: input '{name}' must be a string, got "
                    f"{json.dumps(value)[:40]}")

@@ -25,7 +25,9 @@ signatures (`SIGNATURES`), each equal to the command that does the same:
 
 The decoding signatures sort their batch by source length and decode it in chunks of at most
 `decode_batch_tokens` source tokens (padding included) inside the graph, then restore the
-input order: a client may send one large unsorted batch.
+input order: a client may send one large unsorted batch. The budget is the module's int32
+variable `decode_batch_tokens` (the export's --decode_batch_tokens), which the server sets to
+its own max_batch_tokens when it loads the model: one budget for batching and chunking.
 
 Beam size, alpha and the extra decode length (--beam_size, --alpha,
 --decode_extra_length, resolved by `DecodeConfig.resolve`: flags, else hparams.json) are
@@ -66,7 +68,8 @@ class ServingModule(tf.Module):
 
   Args:
     translator: a `decoding.translator.Translator` (model with restored weights, its
-      tokenizer, a `DecodeConfig`; `config.decode_batch_tokens` is the chunk budget of `_search`).
+      tokenizer, a `DecodeConfig`; `config.decode_batch_tokens` is the initial value of the
+      `decode_batch_tokens` variable, the chunk budget of `_search`).
     n_best: hypotheses per sentence of the `translate_nbest` signature (the beam is
       widened to it if narrower); the other signatures return the best one.
   """
@@ -89,6 +92,9 @@ class ServingModule(tf.Module):
                                         trainable=False, name="max_input_length")
     self.max_positions = tf.Variable(translator.model.max_positions, dtype=tf.int32,
                                      trainable=False, name="max_positions")
+    # The chunk budget of `_search` [source tokens, padding included]; a server sets it.
+    self.decode_batch_tokens = tf.Variable(config.decode_batch_tokens, dtype=tf.int32,
+                                           trainable=False, name="decode_batch_tokens")
     self._created = _Untracked(time.monotonic())
 
   def _tracing(self, method):
@@ -110,8 +116,8 @@ class ServingModule(tf.Module):
   def _search(self, inputs, prefixes=None, nbest=False):
     """Beam search (or the translator's sampling) over a batch in token-budget chunks.
 
-    The batch is sorted by source length and cut into chunks of at most `config.decode_batch_tokens`
-    source tokens, padding included (a longer sentence is a chunk of its own), as
+    The batch is sorted by source length and cut into chunks of at most `decode_batch_tokens`
+    (the variable) source tokens, padding included (a longer sentence is a chunk of its own), as
     `python -m t2t_repro.translate` batches; each chunk is decoded with its own padding
     width, and the outputs are put back in input order, padded to
     max(source length) + decode_extra_length columns, so they do not depend on the
@@ -134,7 +140,7 @@ class ServingModule(tf.Module):
     lengths = non_pad_lengths(inputs)
     longest = lengths if prefixes is None else tf.maximum(lengths, non_pad_lengths(prefixes))
     width = tf.reduce_max(tf.concat([longest, [0]], 0)) + config.decode_extra_length
-    order, sizes = batching.length_sorted_chunks(lengths, config.decode_batch_tokens)
+    order, sizes = batching.length_sorted_chunks(lengths, self.decode_batch_tokens.read_value())
     starts = tf.cumsum(sizes, exclusive=True)
     sorted_inputs, sorted_lengths = tf.gather(inputs, order), tf.gather(lengths, order)
     sorted_prefixes = None if prefixes is None else tf.gather(prefixes, order)

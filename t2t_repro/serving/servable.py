@@ -1,6 +1,7 @@
-"""One exported model version as the HTTP server serves it (`Servable`), the versions of a
-model base path (`latest_version`) and TensorFlow Serving's model config file
-(`read_model_config`).
+"""One exported model version as the server serves it (`Servable`, `load_warm`), the highest
+version of a model base path at start (`latest_version`) and TensorFlow Serving's model config
+file (`read_model_config`). A CTranslate2 export is served by `ct2_servable.Ct2Servable`, a
+`Servable` with the same signatures.
 
 A `Servable` loads `<model_base_path>/<version>/` (a SavedModel of `t2t_repro.serving.
 saved_model`) with `tf.saved_model.load` and calls its signatures; it checks a request's
@@ -16,7 +17,9 @@ import os
 import numpy as np
 
 from t2t_repro import errors
+from t2t_repro.serving import batcher
 from t2t_repro.serving import rest
+from t2t_repro.serving import versions
 
 # Input name -> the length limit it must respect (a variable of the SavedModel, tokens with
 # EOS): a longer source is refused instead of cut; `score` fails on a pair over the table.
@@ -27,22 +30,21 @@ _LIMITS = {"sentences": "max_input_length", "prefixes": "max_input_length",
 def latest_version(model_base_path):
   """The highest version of a model base path: (version int, its folder).
 
-  TensorFlow Serving's layout: `<model_base_path>/<integer version>/saved_model.pb`.
+  TensorFlow Serving's layout: `<model_base_path>/<integer version>/saved_model.pb` (or
+  model.bin: a CTranslate2 export).
 
   Raises:
     errors.DataError: no such folder, or no version folder holding a saved_model.pb.
   """
   if not os.path.isdir(model_base_path):
     raise errors.MissingDataError(f"`model_base_path` {model_base_path}: no such folder")
-  versions = [int(name) for name in os.listdir(model_base_path)
-              if name.isdigit() and os.path.isfile(
-                  os.path.join(model_base_path, name, "saved_model.pb"))]
-  if not versions:
+  found = versions.scan(model_base_path)
+  if not found:
     raise errors.DataError(
         f"`model_base_path` {model_base_path}: no version folder (an integer name holding "
-        f"saved_model.pb, e.g. {os.path.join(model_base_path, '1')} as the export command "
+        f"saved_model.pb or model.bin, e.g. {os.path.join(model_base_path, '1')} as the export command "
         f"writes it)")
-  return max(versions), os.path.join(model_base_path, str(max(versions)))
+  return max(found), found[max(found)][0]
 
 
 def read_model_config(path):
@@ -52,16 +54,17 @@ def read_model_config(path):
 
     model_config_list {
       config { name: "en_de" base_path: "/models/en_de" model_platform: "tensorflow" }
-      config { name: "de_en" base_path: "/models/de_en" }
+      config { name: "de_en" base_path: "/models/de_en" model_platform: "ctranslate2" }
     }
 
   Returns:
-    [(name, base_path)] in the file's order.
+    [(name, base_path, model_platform)] in the file's order (model_platform "" when not
+    given: each version folder's file says it).
 
   Raises:
     errors.DataError: the file is not such a config, names a model twice, leaves a name or
-      base_path empty, asks for a platform other than "tensorflow" or a version policy
-      other than the latest version.
+      base_path empty, asks for a platform other than those of `versions.PLATFORMS`, a version policy
+      other than the latest version, or version labels.
     FileNotFoundError: no such file.
   """
   from google.protobuf import text_format  # pylint: disable=import-outside-toplevel
@@ -80,16 +83,54 @@ def read_model_config(path):
     policy = model.model_version_policy.WhichOneof("policy_choice")
     problem = ("a config without name or base_path" if not (model.name and model.base_path) else
                f"model {model.name!r} twice" if model.name in names else
-               f"model {model.name!r}: model_platform {model.model_platform!r}, not 'tensorflow'"
-               if model.model_platform not in ("", "tensorflow") else
+               f"model {model.name!r}: model_platform {model.model_platform!r}, not one of "
+               f"{', '.join(versions.PLATFORMS)}"
+               if model.model_platform not in ("", *versions.PLATFORMS) else
                f"model {model.name!r}: model_version_policy {policy}; only the latest version "
                "is served" if policy not in (None, "latest") or
-               (policy == "latest" and model.model_version_policy.latest.num_versions > 1)
-               else None)
+               (policy == "latest" and model.model_version_policy.latest.num_versions > 1) else
+               f"model {model.name!r}: version_labels; no label is served"
+               if model.version_labels else None)
     if problem:
       raise errors.DataError(f"`model_config_file` {path}: {problem}")
     names.add(model.name)
-  return [(model.name, model.base_path) for model in models]
+  return [(model.name, model.base_path, model.model_platform) for model in models]
+
+
+def configure_threads(options):
+  """Sets TensorFlow's intra-op threads to the cores split between the decoding threads
+  (`batcher.intra_op_threads`); call before TensorFlow runs anything."""
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  tf.config.threading.set_intra_op_parallelism_threads(
+      batcher.intra_op_threads(options.num_batch_threads))
+
+
+def load_warm(name, version, path, options=None, model_platform=""):
+  """A servable of the version at `path` (a `Servable`, or a `ct2_servable.Ct2Servable` for
+  a folder holding model.bin), after one sentence through serving_default (the first call's
+  set-up, done before it takes requests).
+
+  Args:
+    name, version, path: as `Servable`'s.
+    options: the server's `config.BatchingOptions` (its max_batch_tokens is the model's
+      decoding budget too), or None: the export's own.
+    model_platform: "" (the folder's file says), or a key of `versions.PLATFORMS` the
+      folder must hold.
+
+  Raises:
+    errors.DataError: not a loadable export of this project, or not of `model_platform`.
+  """
+  found = versions.platform(path)
+  if model_platform and found != model_platform:
+    raise errors.DataError(f"`model_base_path` {path}: model_platform {model_platform} wants "
+                           f"{versions.PLATFORMS[model_platform]} in each version folder")
+  if found == "ctranslate2":
+    from t2t_repro.serving import ct2_servable  # pylint: disable=import-outside-toplevel
+    servable = ct2_servable.Ct2Servable(name, version, path, options)
+  else:
+    servable = Servable(name, version, path, options and options.max_batch_tokens)
+  servable.run("serving_default", {"sentences": ["Hello."]})
+  return servable
 
 
 class Signature:
@@ -98,11 +139,17 @@ class Signature:
   is [batch]: a [batch, len] input such as translate_ids' would need padding, which
   widens its outputs)."""
 
-  def __init__(self, function):
-    specs = function.structured_input_signature[1]
-    self.inputs = {name: (spec.dtype, spec.shape.rank) for name, spec in sorted(specs.items())}
-    self.outputs = sorted(function.structured_outputs)
+  def __init__(self, inputs, outputs):
+    self.inputs = dict(sorted(inputs.items()))
+    self.outputs = sorted(outputs)
     self.batched = all(rank == 1 for _, rank in self.inputs.values())
+
+  @classmethod
+  def of_function(cls, function):
+    """The signature of a loaded SavedModel's concrete function."""
+    specs = function.structured_input_signature[1]
+    return cls({name: (spec.dtype, spec.shape.rank) for name, spec in specs.items()},
+               function.structured_outputs)
 
 
 class Servable:
@@ -112,13 +159,16 @@ class Servable:
     name: the model name of the REST API's URLs (--model_name).
     version: its version (int).
     path: the version's folder.
+    max_batch_tokens: the source tokens (padding included) per chunk the SavedModel's graph
+      decodes at once, set in its `decode_batch_tokens` variable: the server's one budget
+      (`config.BatchingOptions.max_batch_tokens`); None keeps the export's.
 
   Raises:
     errors.DataError: the folder holds no loadable SavedModel of this project, or its
       variables are a corrupt checkpoint (`model.weights.check_readable`).
   """
 
-  def __init__(self, name, version, path):
+  def __init__(self, name, version, path, max_batch_tokens=None):
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     import tensorflow_text  # pylint: disable=import-outside-toplevel,unused-import  # the ops
     self.name, self.version, self.path = name, version, path
@@ -131,13 +181,15 @@ class Servable:
       check_readable(os.path.join(path, "variables", "variables"))  # a short or garbled file
       raise errors.DataError(f"`model_base_path` {path}: not a loadable SavedModel ({e})") from None
     self._meta_graph = _meta_graph(path)
-    self.signatures = {name: Signature(function)
+    self.signatures = {name: Signature.of_function(function)
                        for name, function in self._loaded.signatures.items()}
     if "serving_default" not in self.signatures:
       raise errors.DataError(f"`model_base_path` {path}: the SavedModel has no serving_default "
                              "signature")
     self.limits = {key: int(getattr(self._loaded, key).numpy())
                    for key in ("max_input_length", "max_positions") if hasattr(self._loaded, key)}
+    if max_batch_tokens is not None and hasattr(self._loaded, "decode_batch_tokens"):
+      self._loaded.decode_batch_tokens.assign(max_batch_tokens)
     self._pieces = _sentencepiece(self._meta_graph)
 
   def metadata(self):
@@ -147,9 +199,13 @@ class Servable:
     signature_def = {
         name: json_format.MessageToDict(sig, preserving_proto_field_name=True,
                                         always_print_fields_with_no_presence=True)
-        for name, sig in self._meta_graph.signature_def.items()}
+        for name, sig in self.signature_defs().items()}
     return {"model_spec": {"name": self.name, "signature_name": "", "version": str(self.version)},
             "metadata": {"signature_def": {"signature_def": signature_def}}}
+
+  def signature_defs(self):
+    """{name: tensorflow.SignatureDef} of the SavedModel's "serve" MetaGraphDef."""
+    return dict(self._meta_graph.signature_def)
 
   def row_tokens(self, signature_name, columns):
     """Checks a request's columns against the model's length limits and returns the
@@ -163,8 +219,8 @@ class Servable:
       list of int [rows].
 
     Raises:
-      rest.ApiError: INVALID_ARGUMENT naming the first instance over a limit, or with a
-        token id outside the vocabulary.
+      rest.ApiError: INVALID_ARGUMENT naming the first instance over a limit, with a token
+        id outside the vocabulary, or token ids not ending with EOS (empty, or cut).
     """
     counts = {}
     for name, (dtype, _) in self.signatures[signature_name].inputs.items():
@@ -173,11 +229,15 @@ class Servable:
         counts[name] = [len(ids) + 1 for ids in self._pieces.encode([r.strip() for r in rows])]
       else:
         counts[name] = [sum(1 for i in row if i != 0) for row in rows]
-        vocab = self._pieces.get_piece_size()
+        vocab, eos = self._pieces.get_piece_size(), self._pieces.eos_id()
         for index, row in enumerate(rows):
           if any(not 0 <= i < vocab for i in row):
             raise rest.ApiError("INVALID_ARGUMENT", f"instance {index}: input '{name}' has a token "
                                 f"id outside the vocabulary [0, {vocab})")
+          ids = [i for i in row if i != 0]  # 0: padding
+          if not ids or ids[-1] != eos or eos in ids[:-1]:
+            raise rest.ApiError("INVALID_ARGUMENT", f"instance {index}: input '{name}' must be "
+                                f"token ids ending with one EOS ({eos}), then 0-padding")
       limit = self.limits.get(_LIMITS.get(name))
       for index, count in enumerate(counts[name]):
         if limit is not None and count > limit:

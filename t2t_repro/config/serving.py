@@ -1,0 +1,74 @@
+"""The server's settings, declared once (`t2t_repro.config.settings.setting`: help, default, range):
+`BatchingOptions` (the batching of `batcher`) and `ServerConfig` (ports, host, request size,
+version polling). `python -m t2t_repro.serve` generates its flags from these fields
+(`t2t_repro.commands.config_flags`), docs/CONFIG.md lists them (tools/config_doc.py). No
+TensorFlow here, so the command's --help stays instant.
+
+The names and meanings are tensorflow_model_server's (--port, --rest_api_port,
+--file_system_poll_wait_seconds; the batching parameters of tensorflow_serving/batching/
+README.md), plus max_batch_tokens (a token budget per batch) and max_request_bytes.
+"""
+
+import dataclasses
+
+from t2t_repro.config import settings
+from t2t_repro.config.settings import setting
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchingOptions:
+  """How requests are merged into decoding calls (`batcher.Batcher`).
+
+  Raises:
+    errors.UsageError (a ValueError): a field outside its range, named.
+  """
+
+  max_batch_size: int = setting(
+      64, "Most sentences (rows) decoded in one call; a larger request is split over several "
+      "calls (TensorFlow Serving's enable_large_batch_splitting).", min_value=1)
+  max_batch_tokens: int = setting(
+      4096, "Most source tokens (EOS included) decoded in one call; a longer single sentence is "
+      "decoded alone. The one token budget: also written into each SavedModel loaded as its "
+      "graph's chunk budget (`decode_batch_tokens`, padding included), and CTranslate2's "
+      "max_batch_size with batch_type=tokens.", min_value=1)
+  batch_timeout_micros: int = setting(
+      2000, "Longest wait of a batch for more requests [microseconds], from the arrival of its "
+      "first row or, if every decoding thread was busy then, from the moment one became free "
+      "(so that the clients just answered can still join it).", min_value=0)
+  num_batch_threads: int = setting(
+      1, "Batches decoded at the same time, each in its own thread; the CPU cores are split "
+      "between them (each gets cores / num_batch_threads intra-op threads, at least 1).",
+      min_value=1, max_value=64)
+  max_enqueued_batches: int = setting(
+      16, "Batches each model's queue holds; a request that would need more gets 503 with "
+      "Retry-After (gRPC: UNAVAILABLE).", min_value=1)
+
+  def __post_init__(self):
+    settings.check(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerConfig:
+  """Where the server listens and what it accepts, besides the batching.
+
+  Raises:
+    errors.UsageError (a ValueError): a field outside its range, named.
+  """
+
+  port: int = setting(
+      8500, "gRPC port (TensorFlow Serving's PredictionService and ModelService); 0: any free "
+      "port, printed at start.", min_value=0, max_value=65535)
+  rest_api_port: int = setting(
+      8501, "HTTP port of the REST API; 0: any free port, printed at start.", min_value=0,
+      max_value=65535)
+  rest_api_host: str = setting(
+      "127.0.0.1", "Address the REST and gRPC servers listen on (0.0.0.0: every interface).")
+  max_request_bytes: int = setting(
+      1 << 20, "Largest request body (REST) or message (gRPC) [bytes]; a larger one gets 413 "
+      "(gRPC: RESOURCE_EXHAUSTED).", min_value=1)
+  file_system_poll_wait_seconds: int = setting(
+      1, "Seconds between two looks at each model base path for new or removed versions; 0: "
+      "the versions found at start are served until the end.", min_value=0)
+
+  def __post_init__(self):
+    settings.check(self)
