@@ -36,6 +36,16 @@ def checkpoint_children(path):
   return {name.split("/")[0] for name, _ in tf.train.list_variables(path)}
 
 
+def _if_rows(batch, compute, empty):
+  """compute() if `batch` has rows, else empty() (same structure and dtypes, no forward
+  pass). A distributed dataset gives a replica a batch of shape [0, 0] when the data ran
+  out before its turn in the last step (a dev set whose last batches are fewer than the
+  replicas, a worker whose shard ended first); the model cannot run on it (the decoder's
+  start symbol makes its inputs one position longer than its mask). Only per-replica
+  computation goes in the branches: the replica still joins every collective after it."""
+  return tf.cond(tf.shape(batch["targets"])[0] > 0, compute, empty)
+
+
 def make_strategy(distribution="auto", num_gpus=None):
   """Chooses the tf.distribute strategy.
 
@@ -332,6 +342,18 @@ class Trainer:
     grads = tape.gradient(scaled, self.model.trainable_variables)
     return grads, smoothed, nll, tgt_tokens, src_tokens
 
+  def _micro_batch(self, batch, global_tokens):
+    """(gradients, float32 [4] loss sums) of one micro-batch of this replica; zeros for a
+    batch without rows (see `_if_rows`), whose forward pass never runs."""
+    variables = self.model.trainable_variables
+
+    def real():
+      grads, *stats = self._forward(batch, global_tokens)
+      return [tf.convert_to_tensor(g) for g in grads], tf.stack(stats)
+
+    return _if_rows(batch, real, lambda: ([tf.zeros(v.shape, v.dtype) for v in variables],
+                                          tf.zeros([4])))
+
   def _replica_step(self, batches):
     ctx = tf.distribute.get_replica_context()
     local_tokens = tf.add_n([tf.reduce_sum(tf.cast(tf.not_equal(b["targets"], PAD_ID), tf.float32))
@@ -339,9 +361,9 @@ class Trainer:
     global_tokens = tf.maximum(ctx.all_reduce(SUM, local_tokens), 1.0)
     grads, sums = None, tf.zeros([4])
     for batch in batches:
-      g, *stats = self._forward(batch, global_tokens)
+      g, stats = self._micro_batch(batch, global_tokens)
       grads = g if grads is None else [a + b for a, b in zip(grads, g)]
-      sums += tf.stack(stats)
+      sums += stats
     grads = ctx.all_reduce(SUM, grads)  # the one all-reduce of the step
     grad_norm = tf.linalg.global_norm(grads)
     if self.loss_scaling:
@@ -394,7 +416,9 @@ class Trainer:
   def _distributed_eval(self, dist_dataset):
     totals = tf.zeros([4])
     for batch in dist_dataset:  # one trace for every bucket shape
-      stats = self.strategy.run(lambda b: tf.stack(self._token_loss(b, training=False)), args=(batch,))
+      stats = self.strategy.run(
+          lambda b: _if_rows(b, lambda: tf.stack(self._token_loss(b, training=False)),
+                             lambda: tf.zeros([4])), args=(batch,))
       totals += self.strategy.reduce(SUM, stats, axis=None)
     return totals
 
