@@ -354,7 +354,7 @@ class Trainer:
     return _if_rows(batch, real, lambda: ([tf.zeros(v.shape, v.dtype) for v in variables],
                                           tf.zeros([4])))
 
-  def _replica_step(self, batches):
+  def _replica_step(self, batches, stop):
     ctx = tf.distribute.get_replica_context()
     local_tokens = tf.add_n([tf.reduce_sum(tf.cast(tf.not_equal(b["targets"], PAD_ID), tf.float32))
                              for b in batches])
@@ -374,7 +374,7 @@ class Trainer:
       scale = tf.minimum(1.0, self.hparams.clip_norm / tf.maximum(grad_norm, 1e-12))
       grads = [g * tf.cast(scale, g.dtype) for g in grads]
     self._apply_if_finite(grads, finite)
-    return sums, tf.stack([tf.cast(finite, tf.float32), grad_norm])
+    return tf.concat([sums, [stop]], 0), tf.stack([tf.cast(finite, tf.float32), grad_norm])
 
   def _apply_if_finite(self, grads, finite):
     """Applies the update unless the loss or a gradient is NaN/Inf (same on every replica,
@@ -406,9 +406,9 @@ class Trainer:
     return self.strategy.experimental_distribute_values_from_function(
         lambda ctx: batches[ctx.replica_id_in_sync_group % self.local_replicas])
 
-  def _distributed_step(self, iterator):
+  def _distributed_step(self, iterator, stop):
     batches = [self._next_per_replica(iterator) for _ in range(self.accum_steps)]
-    sums, flags = self.strategy.run(self._replica_step, args=(batches,))
+    sums, flags = self.strategy.run(self._replica_step, args=(batches, stop))
     sums = self.strategy.reduce(SUM, sums, axis=None)
     flags = self.strategy.experimental_local_results(flags)[0]  # identical on every replica
     return sums, flags
@@ -424,21 +424,29 @@ class Trainer:
 
   # ---- public API ----------------------------------------------------------------------
 
-  def train_step(self, iterator):
+  def train_step(self, iterator, stop=False):
     """Runs one update from `iterator`, this worker's tf.data iterator of training batches
     ({"inputs", "targets"} int32 [batch, length]): accum_steps x local_replicas of them,
     micro-batch k of replica r being the (k * local_replicas + r)-th.
 
+    Args:
+      iterator: as above.
+      stop: this worker wants training to end after this update (it received a signal).
+        The flag goes through the update's own all-reduce, so that every worker of a
+        multi-worker job learns it at the same update.
+
     Returns:
       dict of floats: loss (smoothed, per target token), nll (per target token),
       target_tokens, source_tokens (global counts), grad_norm (global norm of the
-      summed, normalized gradient) and applied (False if the update was skipped).
+      summed, normalized gradient), applied (False if the update was skipped) and stop
+      (bool: some worker passed `stop`).
     """
-    sums, flags = self._train_step(iterator)
-    smoothed, nll, tgt, src = (float(x) for x in sums.numpy())
+    sums, flags = self._train_step(iterator, tf.constant(float(stop)))
+    smoothed, nll, tgt, src, stops = (float(x) for x in sums.numpy())
     finite, grad_norm = (float(x) for x in flags.numpy())
     return {"loss": smoothed / max(tgt, 1.0), "nll": nll / max(tgt, 1.0), "target_tokens": tgt,
-            "source_tokens": src, "grad_norm": grad_norm, "applied": finite > 0.5}
+            "source_tokens": src, "grad_norm": grad_norm, "applied": finite > 0.5,
+            "stop": stops > 0}
 
   def evaluate(self, dist_dataset):
     """Dev loss over a distributed dataset: dict with loss, nll, ppl per target token."""
