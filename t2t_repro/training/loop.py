@@ -238,10 +238,11 @@ class _Run:
         stream=None if trainer.chief else open(os.devnull, "w", encoding="utf-8"))  # pylint: disable=consider-using-with
     self.result = TrainResult(step=trainer.step, checkpoint=run_info.get("restored"))
     self.saved_step, self.saved_time = trainer.step, time.monotonic()
-    # A stop every worker agreed on at the last update (`Trainer.train_step`'s "stop"): the
-    # loop acts on it, never on this worker's own signal alone, so that all workers of a job
-    # save and stop at the same update.
+    # Whether to save and stop after the last update. One process acts on its own signal at
+    # once; the workers of a multi-worker job act only on a stop they agreed on at the last
+    # update (`Trainer.train_step`'s "stop"), so that all of them stop at the same update.
     self.stopping = False
+    self.one_worker = trainer.input_context().num_input_pipelines == 1
     self.skipped = 0  # updates skipped for a non-finite loss or gradient
     self.phases = {}  # phase name -> seconds spent in it (the closing block names these)
 
@@ -332,7 +333,7 @@ class _Run:
     trainer, result = self.trainer, self.result
     lr = trainer.learning_rate()
     result.train = trainer.train_step(iterator, stop=self.stop.received is not None)
-    self.stopping = result.train["stop"]
+    self.stopping = result.train["stop"] or (self.one_worker and self.stop.received is not None)
     step = trainer.step
     if not result.train["applied"]:
       self.skipped += 1
