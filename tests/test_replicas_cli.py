@@ -100,6 +100,7 @@ def _stopped_and_resumed(cmd, model_dir):
 
 
 @pytest.mark.slow
+@pytest.mark.integration
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_trains_evaluates_stops_and_resumes_exactly(data, tmp_path, name):
   config = CONFIGS[name]
