@@ -28,7 +28,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 def _command(data, model_dir, steps, *extra):
   return train_command(data, model_dir, "--distribution=multi_worker", f"--train_steps={steps}",
-                       "--save_checkpoints_steps=3", "--dev_bleu_lines=0",
+                       "--save_checkpoints_steps=3", "--dev_bleu_lines=0", "--ema_decay=0.9",
+                       "--average_last=2",
                        "--hparams_override=max_length=64,batch_tokens=512", "--log_every_steps=1",
                        *extra)
 
@@ -58,8 +59,7 @@ def _finish(procs, timeout=300):
 def _resume(data, model_dir, tmp_path, name, steps):
   """Both workers again up to `steps` with dev evaluations, EMA and averaging; returns the
   chief's output."""
-  procs = start_workers(_command(data, model_dir, steps, "--eval_every_steps=3", "--ema_decay=0.9",
-                                 "--average_last=2"), tmp_path, name)
+  procs = start_workers(_command(data, model_dir, steps, "--eval_every_steps=3"), tmp_path, name)
   codes = _finish(procs)
   chief = log(tmp_path, name, 0)
   assert codes == [0, 0], chief[-3000:] + log(tmp_path, name, 1)[-3000:]
