@@ -52,7 +52,7 @@ def main(override):
       [tf.config.LogicalDeviceConfiguration()] * max(REPLICAS))
   import keras  # pylint: disable=import-outside-toplevel
 
-  from t2t_repro.hparams import get_hparams  # pylint: disable=import-outside-toplevel
+  from t2t_repro.config.hparams import get_hparams  # pylint: disable=import-outside-toplevel
   from t2t_repro.training.trainer import Trainer  # pylint: disable=import-outside-toplevel
 
   batches = dev_batches()
