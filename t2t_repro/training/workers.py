@@ -7,7 +7,8 @@ gone), the service aborts the collectives of the others with an error naming the
 ("The following tasks are unhealthy (stopped sending heartbeats): /job:worker/replica:0/
 task:1"); when the lost worker is the service's leader (the chief), the others' next
 collective fails to connect to it ("failed to connect to all addresses ... remote target
-/job:worker/replica:0/task:0"). `lost_worker` turns these into an `errors.WorkerLostError`.
+/job:worker/replica:0/task:0", or "Connection reset by peer" from that remote target).
+`lost_worker` turns these into an `errors.WorkerLostError`.
 """
 
 import re
@@ -20,8 +21,8 @@ _TASK = re.compile(r"/job:(\w+)/replica:\d+/task:(\d+)")
 # (words of TensorFlow's message, the reason printed, the words after which it names the task)
 _REASONS = (("stopped sending heartbeats", "it stopped sending heartbeats", "unhealthy"),
             ("failed to connect", "it refuses connections", "remote target"),
-            ("Socket closed", "its connection closed", None),
-            ("Connection reset", "its connection closed", None))
+            ("Socket closed", "its connection closed", "remote target"),
+            ("Connection reset", "its connection closed", "remote target"))
 
 
 def lost_worker(error, model_dir, step):
@@ -45,9 +46,9 @@ def lost_worker(error, model_dir, step):
     return None
   reason, anchor = found
   match = _TASK.search(text[text.find(anchor):]) if anchor and anchor in text else None
-  task = f"/job:{match.group(1)}/task:{match.group(2)}" if match else "a worker"
+  lost = f"worker /job:{match.group(1)}/task:{match.group(2)}" if match else "a worker"
   checkpoint = tf.train.latest_checkpoint(model_dir)
   resume = f"resume from {checkpoint}" if checkpoint else "start again"
   return errors.WorkerLostError(
-      f"lost worker {task} of the training job ({reason}) at step {step}: restart every "
+      f"lost {lost} of the training job ({reason}) at step {step}: restart every "
       f"worker with the same command to {resume}")
