@@ -9,7 +9,8 @@ them into one stderr line and an exit status:
   `DataError` (and `MissingDataError`, `EncodingError`, `text_files.LineCountError`,
   `WriteError`, `DiskFullError`), `FileNotFoundError`, `IsADirectoryError`,
   `NotADirectoryError`, `PermissionError`, `UnicodeDecodeError` and a full disk or refused
-  write (`write_failure`: ENOSPC, EROFS, ..., or TensorFlow's error saying so);
+  write (`write_failure`: ENOSPC, EROFS, ..., or TensorFlow's error saying so); and
+  `WorkerLostError`, another worker of a training job gone;
 * `INTERRUPT_EXIT` (130): Ctrl-C.
 
 A message names a setting (a field of `HParams`, `TrainConfig` or `DecodeConfig`, which
@@ -87,6 +88,11 @@ class WriteError(DataError):
 
 class DiskFullError(WriteError):
   """A write failed because the device is full."""
+
+
+class WorkerLostError(RuntimeError):
+  """Another worker of a multi-worker training job is gone (killed, crashed, its machine
+  lost): exit status 1. The message names it and the checkpoint a restart resumes from."""
 
 
 NO_SPACE = "no space left on device"
@@ -167,6 +173,8 @@ def exit_line(error, setting_name=lambda name: name):
     return USAGE_EXIT, message(error, setting_name)
   if isinstance(error, DataError):
     return DATA_EXIT, message(error, setting_name)
+  if isinstance(error, WorkerLostError):
+    return DATA_EXIT, str(error)
   if isinstance(error, UnicodeDecodeError):
     return DATA_EXIT, f"invalid UTF-8 ({error.reason} at byte {error.start})"
   if isinstance(error, (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)):

@@ -4,7 +4,6 @@ chief writes into the model dir."""
 
 import json
 import os
-import socket
 import subprocess
 import sys
 
@@ -14,21 +13,12 @@ import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(__file__))
 import multiworker_job  # noqa: E402  pylint: disable=wrong-import-position
+from workers_util import free_ports  # noqa: E402  pylint: disable=wrong-import-position
 
 from t2t_repro.config.hparams import get_hparams  # noqa: E402
 from t2t_repro.training.trainer import Trainer, make_strategy  # noqa: E402
 
 JOB = os.path.join(os.path.dirname(__file__), "multiworker_job.py")
-
-
-def _free_ports(n):
-  sockets = [socket.socket() for _ in range(n)]
-  for s in sockets:
-    s.bind(("127.0.0.1", 0))
-  ports = [s.getsockname()[1] for s in sockets]
-  for s in sockets:
-    s.close()
-  return ports
 
 
 def _single_process_run(tmp_path):
@@ -53,7 +43,7 @@ def test_two_workers_equal_single_process(tmp_path):
   init_path = tmp_path / "init.npz"
   np.savez(init_path, **init)
   model_dir, out = tmp_path / "model", tmp_path / "out.npz"
-  ports = _free_ports(2)
+  ports = free_ports(2)
   cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
   procs = []
   for index in range(2):

@@ -1,6 +1,7 @@
 """tools/parse.py --mode=train / --mode=decode end to end (CI, about 30 s).
 
-Trains a 1-layer, d_model 32 parser for 20 steps on the 50 trees of
+Trains a 1-layer, d_model 32 parser on 2 replicas (logical CPUs: `parse --mode=train`
+builds the trainer's strategy) for 20 steps on the 50 trees of
 wsj_0001-0004 (dev wsj_0160: 5 trees, test wsj_0180: 8 trees), decodes dev
 and test with beam 2 and input + 10, and checks that every output is a tree
 over exactly the input words and that EVALB's F1 is finite; with the default
@@ -40,7 +41,7 @@ def trained(ptb_dir, tmp_path_factory):
        f"--model_dir={model_dir}", SPLITS, f"--hparams_override={TINY}",
        "--train_steps=20", "--train_minutes=0", "--eval_every_steps=10", "--augment_copies=1",
        "--train_flags=--save_checkpoints_secs=0,--log_every_steps=10,"
-       "--save_checkpoints_steps=10,--average_last=2"],
+       "--save_checkpoints_steps=10,--average_last=2,--num_cpu_replicas=2"],
       capture_output=True, text=True, timeout=300,
       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
   assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
@@ -56,6 +57,7 @@ def test_train_decodes_well_formed_trees_with_finite_f1(trained):
   model_dir, proc = trained
   scores = json.load(open(os.path.join(model_dir, "parse_scores.json")))
   assert scores["train"]["step"] == 20
+  assert "MirroredStrategy: 2 replica(s)" in proc.stdout + proc.stderr  # --num_cpu_replicas=2
   assert scores["train"]["config"]["problem"] == "parallel_text"
   # --augment_copies=1: the trainer read the gold pairs plus one SUB2 pair per tree.
   data_dir = os.path.join(model_dir, "data")

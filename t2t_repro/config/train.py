@@ -164,7 +164,8 @@ class TrainResult:
     test: `evaluation.evaluate_translations` of the test BLEU (of the averaged model with
       average_last), or None.
     test_description: what `test` was computed on, "" if none.
-    stopped: the signal name ("SIGINT"/"SIGTERM") that stopped training, or None.
+    stopped: the signal name ("SIGINT"/"SIGTERM") that stopped training, "another
+      worker's signal" on a worker of a multi-worker job that received none itself, or None.
     early_stopped: True when early stopping ended training.
     best: best.json of `{model_dir}/best/` plus "dir", or None.
     averaged: the averaged checkpoint written at the end (average_last), or None.

@@ -57,6 +57,7 @@ def train_model(config):
       update settings (the message names the flag).
     errors.DataError: missing, empty or unusable data files, a full disk; another writer
       holds the model dir (`writer_lock.LockedError`), or it cannot be written.
+    errors.WorkerLostError: another worker of a multi-worker job is gone (`workers`).
 
   SIGINT/SIGTERM end the call at once before training and during dev evaluation
   (nothing is lost), and save and stop during the steps (`training.signals`).
@@ -70,7 +71,7 @@ def train_model(config):
     # usage error comes at once; before the first check that needs them.
     imports_started = time.monotonic()
     import keras  # pylint: disable=import-outside-toplevel
-    from t2t_repro.training import loop, trainer as trainer_lib  # pylint: disable=import-outside-toplevel
+    from t2t_repro.training import loop, trainer as trainer_lib, workers  # pylint: disable=import-outside-toplevel
     imports = time.monotonic() - imports_started
     preflight.check_model_dir(model_dir, hp)
     init = preflight.check_init_from(config, hp, problem)
@@ -107,5 +108,12 @@ def train_model(config):
       if trainer.chief:
         preflight.write_model_dir(model_dir, config, hp, vocab_path, update["replicas"], staging)
 
-    return loop.run(trainer, problem, tokenizer, config, data_cache_dir=data_cache_dir,
-                    before_training=commit, run_info=run_info)
+    try:
+      return loop.run(trainer, problem, tokenizer, config, data_cache_dir=data_cache_dir,
+                      before_training=commit, run_info=run_info)
+    except Exception as e:  # pylint: disable=broad-except
+      lost = workers.lost_worker(e, model_dir.path, trainer.step) \
+          if trainer.input_context().num_input_pipelines > 1 else None
+      if lost is None:
+        raise
+      raise lost from None

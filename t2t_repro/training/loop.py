@@ -238,6 +238,11 @@ class _Run:
         stream=None if trainer.chief else open(os.devnull, "w", encoding="utf-8"))  # pylint: disable=consider-using-with
     self.result = TrainResult(step=trainer.step, checkpoint=run_info.get("restored"))
     self.saved_step, self.saved_time = trainer.step, time.monotonic()
+    # Whether to save and stop after the last update. One process acts on its own signal at
+    # once; the workers of a multi-worker job act only on a stop they agreed on at the last
+    # update (`Trainer.train_step`'s "stop"), so that all of them stop at the same update.
+    self.stopping = False
+    self.one_worker = trainer.input_context().num_input_pipelines == 1
     self.skipped = 0  # updates skipped for a non-finite loss or gradient
     self.phases = {}  # phase name -> seconds spent in it (the closing block names these)
 
@@ -258,7 +263,7 @@ class _Run:
 
   def _save_due(self, step, last):
     config = self.config
-    return (last or self.stop.received
+    return (last or self.stopping
             or (config.save_checkpoints_steps  # the grid N, 2N, ... (a dev save is extra)
                 and step % config.save_checkpoints_steps == 0)
             or (config.save_checkpoints_secs
@@ -299,7 +304,7 @@ class _Run:
       last = step >= trainer.hparams.train_steps or out_of_time
       if self._save_due(step, last):
         self.save()
-      if evaluator is not None and (self._eval_due(step) or last) and not self.stop.received:
+      if evaluator is not None and (self._eval_due(step) or last) and not self.stopping:
         if self.saved_step != step:  # an interrupted evaluation loses nothing
           self.save()
         result.dev = self.timed("dev", evaluator, step)
@@ -309,7 +314,7 @@ class _Run:
     result.step = trainer.step
     self.phases = {"training": time.monotonic() - loop_start - self.phases.get("dev", 0.0),
                    **self.phases}
-    if config.ema_decay and result.stopped is None and trainer.chief:
+    if config.ema_decay and result.stopped is None:  # every worker: the dev loss is collective
       with exit_at_once():
         self.timed("moving average", self._write_ema, evaluator)
     for closable in (writer, evaluator):
@@ -327,7 +332,8 @@ class _Run:
     """One update, its progress line and (every log_every_steps) its summaries; returns the step."""
     trainer, result = self.trainer, self.result
     lr = trainer.learning_rate()
-    result.train = trainer.train_step(iterator)
+    result.train = trainer.train_step(iterator, stop=self.stop.received is not None)
+    self.stopping = result.train["stop"] or (self.one_worker and self.stop.received is not None)
     step = trainer.step
     if not result.train["applied"]:
       self.skipped += 1
@@ -362,10 +368,12 @@ class _Run:
 
   def _stopping(self, step, out_of_time, best):
     """Logs why training ends at `step` (a signal, the time budget, early stopping), if it does."""
-    if self.stop.received:
-      self.progress.line(f"{self.stop.received} received: checkpoint saved at step {step}, "
+    if self.stopping:
+      self.result.stopped = self.stop.received or "another worker's signal"
+      self.progress.line(f"{self.result.stopped} received: checkpoint saved at step {step}, "
                          "exiting.")
-      self.result.stopped = self.stop.received
+      if not self.trainer.chief:  # its progress goes nowhere
+        logging.info("%s received: stopping at step %d", self.result.stopped, step)
     elif out_of_time:
       self.progress.line(f"train_minutes reached at step {step}: checkpoint saved.")
     elif best is not None and best.exhausted:
@@ -420,17 +428,19 @@ class _Run:
 
   def _write_ema(self, evaluator):
     """Writes the moving average of the weights as `{model_dir}/ema/` (replacing an earlier
-    one) and evaluates it on dev; records both in `result.ema`."""
+    one; the chief) and evaluates it on dev (every worker); records both in `result.ema`."""
     trainer = self.trainer
     model_dir = ModelDir(trainer.model_dir)
     ema_dir = model_dir.subdir(model_dir_lib.EMA_DIR)
+    path = None
     with trainer.ema_weights() as model:
-      ema_dir.write_dir(lambda staging: staging.write_weights(
-          model, trainer.step, model_dir, model_dir_lib.EMA_INFO_FILE,
-          {"ema_decay": self.config.ema_decay, "step": trainer.step}))
-      path = ema_dir.latest_checkpoint()
-      self.progress.line(f"wrote the moving average of the weights (decay "
-                         f"{self.config.ema_decay:g}) to {path}")
+      if trainer.chief:
+        ema_dir.write_dir(lambda staging: staging.write_weights(
+            model, trainer.step, model_dir, model_dir_lib.EMA_INFO_FILE,
+            {"ema_decay": self.config.ema_decay, "step": trainer.step}))
+        path = ema_dir.latest_checkpoint()
+        self.progress.line(f"wrote the moving average of the weights (decay "
+                           f"{self.config.ema_decay:g}) to {path}")
       dev = evaluator(trainer.step, label="ema dev") if evaluator is not None else {}
     self.result.ema = {"checkpoint": path, "dev": dev}
 

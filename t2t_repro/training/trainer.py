@@ -36,6 +36,16 @@ def checkpoint_children(path):
   return {name.split("/")[0] for name, _ in tf.train.list_variables(path)}
 
 
+def _if_rows(batch, compute, empty):
+  """compute() if `batch` has rows, else empty() (same structure and dtypes, no forward
+  pass). A distributed dataset gives a replica a batch of shape [0, 0] when the data ran
+  out before its turn in the last step (a dev set whose last batches are fewer than the
+  replicas, a worker whose shard ended first); the model cannot run on it (the decoder's
+  start symbol makes its inputs one position longer than its mask). Only per-replica
+  computation goes in the branches: the replica still joins every collective after it."""
+  return tf.cond(tf.shape(batch["targets"])[0] > 0, compute, empty)
+
+
 def make_strategy(distribution="auto", num_gpus=None):
   """Chooses the tf.distribute strategy.
 
@@ -332,16 +342,28 @@ class Trainer:
     grads = tape.gradient(scaled, self.model.trainable_variables)
     return grads, smoothed, nll, tgt_tokens, src_tokens
 
-  def _replica_step(self, batches):
+  def _micro_batch(self, batch, global_tokens):
+    """(gradients, float32 [4] loss sums) of one micro-batch of this replica; zeros for a
+    batch without rows (see `_if_rows`), whose forward pass never runs."""
+    variables = self.model.trainable_variables
+
+    def real():
+      grads, *stats = self._forward(batch, global_tokens)
+      return [tf.convert_to_tensor(g) for g in grads], tf.stack(stats)
+
+    return _if_rows(batch, real, lambda: ([tf.zeros(v.shape, v.dtype) for v in variables],
+                                          tf.zeros([4])))
+
+  def _replica_step(self, batches, stop):
     ctx = tf.distribute.get_replica_context()
     local_tokens = tf.add_n([tf.reduce_sum(tf.cast(tf.not_equal(b["targets"], PAD_ID), tf.float32))
                              for b in batches])
     global_tokens = tf.maximum(ctx.all_reduce(SUM, local_tokens), 1.0)
     grads, sums = None, tf.zeros([4])
     for batch in batches:
-      g, *stats = self._forward(batch, global_tokens)
+      g, stats = self._micro_batch(batch, global_tokens)
       grads = g if grads is None else [a + b for a, b in zip(grads, g)]
-      sums += tf.stack(stats)
+      sums += stats
     grads = ctx.all_reduce(SUM, grads)  # the one all-reduce of the step
     grad_norm = tf.linalg.global_norm(grads)
     if self.loss_scaling:
@@ -352,7 +374,7 @@ class Trainer:
       scale = tf.minimum(1.0, self.hparams.clip_norm / tf.maximum(grad_norm, 1e-12))
       grads = [g * tf.cast(scale, g.dtype) for g in grads]
     self._apply_if_finite(grads, finite)
-    return sums, tf.stack([tf.cast(finite, tf.float32), grad_norm])
+    return tf.concat([sums, [stop]], 0), tf.stack([tf.cast(finite, tf.float32), grad_norm])
 
   def _apply_if_finite(self, grads, finite):
     """Applies the update unless the loss or a gradient is NaN/Inf (same on every replica,
@@ -384,9 +406,9 @@ class Trainer:
     return self.strategy.experimental_distribute_values_from_function(
         lambda ctx: batches[ctx.replica_id_in_sync_group % self.local_replicas])
 
-  def _distributed_step(self, iterator):
+  def _distributed_step(self, iterator, stop):
     batches = [self._next_per_replica(iterator) for _ in range(self.accum_steps)]
-    sums, flags = self.strategy.run(self._replica_step, args=(batches,))
+    sums, flags = self.strategy.run(self._replica_step, args=(batches, stop))
     sums = self.strategy.reduce(SUM, sums, axis=None)
     flags = self.strategy.experimental_local_results(flags)[0]  # identical on every replica
     return sums, flags
@@ -394,27 +416,37 @@ class Trainer:
   def _distributed_eval(self, dist_dataset):
     totals = tf.zeros([4])
     for batch in dist_dataset:  # one trace for every bucket shape
-      stats = self.strategy.run(lambda b: tf.stack(self._token_loss(b, training=False)), args=(batch,))
+      stats = self.strategy.run(
+          lambda b: _if_rows(b, lambda: tf.stack(self._token_loss(b, training=False)),
+                             lambda: tf.zeros([4])), args=(batch,))
       totals += self.strategy.reduce(SUM, stats, axis=None)
     return totals
 
   # ---- public API ----------------------------------------------------------------------
 
-  def train_step(self, iterator):
+  def train_step(self, iterator, stop=False):
     """Runs one update from `iterator`, this worker's tf.data iterator of training batches
     ({"inputs", "targets"} int32 [batch, length]): accum_steps x local_replicas of them,
     micro-batch k of replica r being the (k * local_replicas + r)-th.
 
+    Args:
+      iterator: as above.
+      stop: this worker wants training to end after this update (it received a signal).
+        The flag goes through the update's own all-reduce, so that every worker of a
+        multi-worker job learns it at the same update.
+
     Returns:
       dict of floats: loss (smoothed, per target token), nll (per target token),
       target_tokens, source_tokens (global counts), grad_norm (global norm of the
-      summed, normalized gradient) and applied (False if the update was skipped).
+      summed, normalized gradient), applied (False if the update was skipped) and stop
+      (bool: some worker passed `stop`).
     """
-    sums, flags = self._train_step(iterator)
-    smoothed, nll, tgt, src = (float(x) for x in sums.numpy())
+    sums, flags = self._train_step(iterator, tf.constant(float(stop)))
+    smoothed, nll, tgt, src, stops = (float(x) for x in sums.numpy())
     finite, grad_norm = (float(x) for x in flags.numpy())
     return {"loss": smoothed / max(tgt, 1.0), "nll": nll / max(tgt, 1.0), "target_tokens": tgt,
-            "source_tokens": src, "grad_norm": grad_norm, "applied": finite > 0.5}
+            "source_tokens": src, "grad_norm": grad_norm, "applied": finite > 0.5,
+            "stop": stops > 0}
 
   def evaluate(self, dist_dataset):
     """Dev loss over a distributed dataset: dict with loss, nll, ppl per target token."""
