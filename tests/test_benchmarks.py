@@ -185,7 +185,7 @@ def test_serve_load(trained_run, exported_model, multi30k_slice, tmp_path):
   output = tmp_path / "serve_load.json"
   out = run_script("serve_load.py", f"--model_dir={trained_run.model_dir}",
                    f"--model_base_path={exported_model}",
-                   f"--input_file={multi30k_slice / 'dev.en'}", "--clients=1,4", "--rounds=1",
+                   f"--input_file={multi30k_slice / 'dev.en'}", "--clients=4", "--rounds=1",
                    "--requests_per_client=1", "--min_requests=4", "--equal_lines=4",
                    "--overload_batches=1", "--overload_batch_size=2", "--round_seconds=30",
                    f"--output={output}")
@@ -194,7 +194,7 @@ def test_serve_load(trained_run, exported_model, multi30k_slice, tmp_path):
       "server/offline", "p50 ms", "p99 ms", "mean batch"]
   assert "equality: 4/4 answers equal translate's (all 200: True)" in out
   result = json.loads(output.read_text(encoding="utf-8"))
-  assert set(result["rounds"]) == {"1", "4"}
+  assert set(result["rounds"]) == {"4"}
   assert result["overload"]["other"] == 0 and result["sigterm_exit_status"] == 0
 
 
