@@ -57,10 +57,12 @@ _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def start_server(model_base_path, *flags):
-  """(process, base URL) of `python -m t2t_repro.serve` on a free loopback port."""
+  """(process, base URL) of `python -m t2t_repro.serve` on a free loopback port (REST; its
+  gRPC API on another free port)."""
   process = subprocess.Popen(
       [sys.executable, "-m", "t2t_repro.serve", f"--model_base_path={model_base_path}",
-       "--model_name=transformer", "--rest_api_port=0", "--rest_api_host=127.0.0.1", *flags],
+       "--model_name=transformer", "--rest_api_port=0", "--port=0", "--rest_api_host=127.0.0.1",
+       *flags],
       cwd=_REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
   match = re.search(r"at (http://127\.0\.0\.1:\d+)/", process.stdout.readline())
   if not match:
