@@ -22,8 +22,8 @@ For each client count of --clients (1, 4, 16, 64), alternately over --rounds rou
 The round's lines: --requests_per_client x clients (at least --min_requests) lines of
 --input_file from the start, cycling; a round stops early at --round_seconds. Then:
 
-  equality  --equal_lines lines sent at once by 64 clients: the answers must equal
-            `python -m t2t_repro.translate` on the same lines (a subprocess)
+  equality  --equal_lines lines sent at once by 64 clients: the answers must equal the
+            translate command's decoding of the same lines (the offline `Translator`)
   overload  a second server with a small queue (--overload_batches batches of
             --overload_batch_size rows) gets 2x its capacity at once: every request
             must get 200 or 503 (none lost, none hanging past --round_seconds)
@@ -57,10 +57,12 @@ _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def start_server(model_base_path, *flags):
-  """(process, base URL) of `python -m t2t_repro.serve` on a free loopback port."""
+  """(process, base URL) of `python -m t2t_repro.serve` on a free loopback port (REST; its
+  gRPC API on another free port)."""
   process = subprocess.Popen(
       [sys.executable, "-m", "t2t_repro.serve", f"--model_base_path={model_base_path}",
-       "--model_name=transformer", "--rest_api_port=0", "--rest_api_host=127.0.0.1", *flags],
+       "--model_name=transformer", "--rest_api_port=0", "--port=0", "--rest_api_host=127.0.0.1",
+       *flags],
       cwd=_REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
   match = re.search(r"at (http://127\.0\.0\.1:\d+)/", process.stdout.readline())
   if not match:
@@ -114,14 +116,15 @@ def percentile(values, q):
   return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
-def offline_translator(model_dir, decode_batch_tokens):
-  """The translate command's Translator of `model_dir` (its hparams' decoding settings)."""
+def offline_translators(model_dir, *decode_batch_tokens):
+  """The translate command's Translators of `model_dir` (its hparams' decoding settings), one
+  per budget of `decode_batch_tokens`, on one loaded model."""
   # pylint: disable-next=import-outside-toplevel
   from t2t_repro.config import decode as config
   from t2t_repro.decoding import loading, translator
   model, hparams, tokenizer, _ = loading.load_models([model_dir], [None])
-  return translator.Translator(model, tokenizer, config.DecodeConfig.resolve(
-      hparams, decode_batch_tokens=decode_batch_tokens))
+  return [translator.Translator(model, tokenizer, config.DecodeConfig.resolve(
+      hparams, decode_batch_tokens=tokens)) for tokens in decode_batch_tokens]
 
 
 def server_round(base, lines, clients, round_seconds):
@@ -204,13 +207,11 @@ def _server_cpu():
   return total / os.sysconf("SC_CLK_TCK")
 
 
-def check_equality(args, base, lines):
-  answers, statuses, _, _ = asyncio.run(load(base, lines, 64, args.round_seconds * 4))
-  cli = subprocess.run(
-      [sys.executable, "-m", "t2t_repro.translate", f"--model_dir={args.model_dir}", "--noprogress"],
-      input="".join(line + "\n" for line in lines), capture_output=True, text=True, cwd=_REPO,
-      check=True)
-  expected = cli.stdout.splitlines()
+def check_equality(translator, base, lines, round_seconds):
+  """The server's answers to `lines` sent at once by 64 clients against `translator`'s (the
+  translate command's decoding, in this process)."""
+  answers, statuses, _, _ = asyncio.run(load(base, lines, 64, round_seconds * 4))
+  expected = translator.translate(lines)
   return {"lines": len(lines), "all_200": all(s == 200 for s in statuses),
           "equal": sum(a == e for a, e in zip(answers, expected)), "identical": answers == expected}
 
@@ -258,8 +259,8 @@ def main():
   result = {"command": " ".join(sys.argv), "server_flags": args.server_flags,
             "small_decode_batch_tokens": args.small_decode_batch_tokens, "cpu": benchlib.cpu_name(), "nproc": os.cpu_count(),
             "load_start": os.getloadavg(), "date": time.strftime("%Y-%m-%d")}
-  translator = offline_translator(args.model_dir, args.decode_batch_tokens)
-  small_batches = offline_translator(args.model_dir, args.small_decode_batch_tokens)
+  translator, small_batches = offline_translators(args.model_dir, args.decode_batch_tokens,
+                                                  args.small_decode_batch_tokens)
   process, base = start_server(args.model_base_path, *args.server_flags.split())
   try:
     result["rss_mib_started"] = rss_mib(process.pid)
@@ -282,7 +283,8 @@ def main():
               f"{rows[clients]['offline'][-1]['sentences_per_s']:.1f}/s, server "
               f"{rows[clients]['server'][-1]['sentences_per_s']:.1f}/s", file=sys.stderr)
     result["rounds"] = rows
-    result["equality"] = check_equality(args, base, corpus[:args.equal_lines])
+    result["equality"] = check_equality(translator, base, corpus[:args.equal_lines],
+                                         args.round_seconds)
     result["rss_mib_end"] = rss_mib(process.pid)
   finally:
     process.terminate()
