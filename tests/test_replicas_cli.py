@@ -29,8 +29,8 @@ DEV_PAIRS = 100
 #  batch_tokens)
 CONFIGS = {
     "1_float32_accum2_xla_relative": (1, "none", 2, True, "relative", 8, 128),
-    "2_bfloat16_accum1_sinusoid": (2, "mixed_bfloat16", 1, False, "sinusoid", 64, 512),
-    "3_float16_accum2_sinusoid": (3, "mixed_float16", 2, False, "sinusoid", 64, 512),
+    "2_bfloat16_accum1_sinusoid": (2, "mixed_bfloat16", 1, False, "sinusoid", 64, 128),
+    "3_float16_accum2_sinusoid": (3, "mixed_float16", 2, False, "sinusoid", 64, 128),
     "8_float32_accum1_relative": (8, "none", 1, False, "relative", 64, 512),
 }
 
