@@ -117,7 +117,8 @@ def test_trains_evaluates_stops_and_resumes_exactly(data, tmp_path, name):
   assert re.search(rf"^ema dev step {STEPS}: loss ", stderr, re.M)
   _stopped_and_resumed(_command(data, parts, config), parts)
 
-  assert _checkpoint(whole).endswith(f"ckpt-{STEPS}")
+  for sub in ("", "ema", "averaged"):
+    assert _checkpoint(whole / sub).endswith(f"ckpt-{STEPS}"), sub
   for sub in ("", "best", "ema", "averaged"):
     _assert_same_tensors(_checkpoint(whole / sub), _checkpoint(parts / sub))
   if replicas == 8:  # its dev nll is one device's: `validate` of best/ (float32)
