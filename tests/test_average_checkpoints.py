@@ -78,3 +78,14 @@ def test_refuses_to_overwrite(tmp_path, model_dir):
   assert path.endswith("ckpt-5")
   for a, b in zip(copy.weights, original.weights):
     np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_step_of_a_loss_scaled_checkpoint_is_its_inner_optimizers(tmp_path):
+  """mixed_float16: the LossScaleOptimizer's own iterations stay 0, its inner optimizer's count."""
+  import keras  # pylint: disable=import-outside-toplevel
+  weight = tf.Variable([1.0])
+  optimizer = keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD(0.1))
+  for _ in range(3):
+    optimizer.apply_gradients([(tf.constant([1.0]), weight)])
+  path = tf.train.Checkpoint(optimizer=optimizer, weight=weight).write(str(tmp_path / "ckpt-9"))
+  assert averaging.checkpoint_step(path) == 3

@@ -49,15 +49,17 @@ def last_checkpoints(model_dir, average_last):
 
 
 def checkpoint_step(path):
-  """Global step of a checkpoint: its `step` variable, else the optimizer's iterations,
-  else the number in `ckpt-N`. Returns an int (or raises ValueError)."""
+  """Global step of a checkpoint: its `step` variable, else the optimizer's iterations (the
+  largest: a LossScaleOptimizer's own stay 0, its inner optimizer's count the updates), else
+  the number in `ckpt-N`. Returns an int (or raises ValueError)."""
   reader = tf.train.load_checkpoint(path)
   names = reader.get_variable_to_shape_map()
-  candidates = ["step/.ATTRIBUTES/VARIABLE_VALUE"] + sorted(
-      (n for n in names if n.endswith("iterations/.ATTRIBUTES/VARIABLE_VALUE")), key=len)
-  for name in candidates:
-    if name in names:
-      return int(reader.get_tensor(name))
+  if "step/.ATTRIBUTES/VARIABLE_VALUE" in names:
+    return int(reader.get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE"))
+  iterations = [int(reader.get_tensor(n)) for n in names
+                if n.endswith("iterations/.ATTRIBUTES/VARIABLE_VALUE")]
+  if iterations:
+    return max(iterations)
   match = re.search(r"-(\d+)$", path)
   if match:
     return int(match.group(1))
