@@ -144,5 +144,5 @@ def test_a_ctranslate2_export_is_staged(tmp_path, shared_data_dir, monkeypatch):
   assert os.listdir(tmp_path) == []
   monkeypatch.undo()
   ctranslate2.export_ctranslate2(model_dir, str(out))
-  assert sorted(os.listdir(out)) == ["README.md", "config.json", "model.bin",
+  assert sorted(os.listdir(out)) == ["README.md", "config.json", "decoding.json", "model.bin",
                                      "sentencepiece.model", "shared_vocabulary.json"]

@@ -28,9 +28,10 @@ import os
 import numpy as np
 
 from t2t_repro import errors
+from t2t_repro.model_dir import DECODING_FILE
 from t2t_repro.serving import batcher
 from t2t_repro.serving import servable as servable_lib
-from t2t_repro.serving.ctranslate2 import DECODING_FILE, require_ctranslate2
+from t2t_repro.serving.ctranslate2 import require_ctranslate2
 
 _EOS = 1  # t2t_repro.data.vocab.EOS_ID
 # Signature name -> ({input: (dtype, rank)}, {output: (dtype, rank)}), the SavedModel's.

@@ -34,14 +34,13 @@ import numpy as np
 from absl import logging
 
 from t2t_repro.data.vocab import EOS_ID, PAD_ID, UNK_ID
-from t2t_repro.model_dir import ModelDir
+from t2t_repro.model_dir import DECODING_FILE, ModelDir
 from t2t_repro.model.position import sinusoid_table
 from t2t_repro.serving import QUANTIZATIONS, check_export_dir
 
 # Rows of the explicit position table: CTranslate2 cannot encode positions beyond it
 # (its own default maximum input length is 1024 tokens).
 MAX_POSITIONS = 1024
-DECODING_FILE = "decoding.json"  # the decoding settings fixed at export (`export_ctranslate2`)
 LAYER_NORM_EPSILON = 1e-6  # keras.layers.LayerNormalization(epsilon=1e-6) in model/layers.py
 
 _README = """# CTranslate2 model converted from a t2t_repro model dir
@@ -233,7 +232,7 @@ def export_ctranslate2(model_dir, output_dir, checkpoint_path=None, quantization
   if quantization is not None and quantization not in QUANTIZATIONS:
     raise ValueError(f"unknown quantization {quantization!r}; one of {', '.join(QUANTIZATIONS)}")
   check_export_dir(output_dir, overwrite)
-  from t2t_repro.decoding import config as decode_config  # pylint: disable=import-outside-toplevel
+  from t2t_repro.config import decode as decode_config  # pylint: disable=import-outside-toplevel
   from t2t_repro.decoding.loading import load_for_inference  # pylint: disable=import-outside-toplevel
   if ModelDir(model_dir).read_hparams().position_encoding == "relative":
     raise ValueError(f"{model_dir} uses relative position representations (position_encoding="
