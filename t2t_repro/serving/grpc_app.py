@@ -97,6 +97,10 @@ class _Prediction(prediction_service_pb2_grpc.PredictionServiceServicer):
 
   @_call("grpc_predict")
   async def Predict(self, request, context):  # pylint: disable=invalid-name
+    """PredictRequest -> PredictResponse: the signature's inputs (string or int32 tensors
+    [batch] / [batch, length]) through the model's batcher queue, every output (or those of
+    output_filter) as a TensorProto, as tensorflow_model_server's Predict; errors as its
+    status codes (NOT_FOUND, INVALID_ARGUMENT, FAILED_PRECONDITION, UNAVAILABLE)."""
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     async with self.service.held(*_spec(request.model_spec)) as servable:
       name = request.model_spec.signature_name or "serving_default"
@@ -126,6 +130,8 @@ class _Prediction(prediction_service_pb2_grpc.PredictionServiceServicer):
 
   @_call("grpc_metadata")
   async def GetModelMetadata(self, request, context):  # pylint: disable=invalid-name
+    """The served version's SignatureDefMap under "signature_def", the one metadata field
+    tensorflow_model_server supports; any other field is INVALID_ARGUMENT."""
     if list(request.metadata_field) != ["signature_def"]:
       raise rest.ApiError("INVALID_ARGUMENT", "Metadata field signature_def is the one "
                           f"supported; got {list(request.metadata_field)}")
@@ -148,6 +154,8 @@ class _Models(model_service_pb2_grpc.ModelServiceServicer):
 
   @_call("grpc_status")
   async def GetModelStatus(self, request, context):  # pylint: disable=invalid-name
+    """Each version's state (LOADING, AVAILABLE, UNLOADING, END) and load error, as
+    tensorflow_model_server's ModelService answers; an unknown model is NOT_FOUND."""
     response = get_model_status_pb2.GetModelStatusResponse()
     for version, state, error in self.service.status(*_spec(request.model_spec)):
       status = response.model_version_status.add()
