@@ -39,7 +39,8 @@ Against CTranslate2 on the same weights (`python -m t2t_repro.export
 --format=ctranslate2`, written once per run to a temporary folder):
 
   ctranslate2_float32 / ctranslate2_int8
-                      `ctranslate2.Translator(..., intra_threads=--threads)`,
+                      `ctranslate2.Translator(...)` with --threads' inter_threads and
+                      intra_threads,
                       `translate_batch` on the same batches (pieces in, pieces out),
                       the same beam size, length_penalty = the model's alpha (CTranslate2
                       divides by length^alpha, we by the GNMT ((5 + length) / 6)^alpha:
@@ -62,6 +63,10 @@ why only equal-work modes make sense for it:
       --random_hparams=base --input_file=../shared/data/multi30k/test_2016_flickr.en \
       --lines=200 --uncached_lines=0 --beam_size=4 --decode_extra_length=0 \
       --modes=ours_fixed,ctranslate2_float32_fixed --rounds=3
+
+--threads=2 decodes one batch at a time on 2 intra-op threads; --threads=2x1 two batches at
+once, each in its own thread on one intra-op thread, as translate's and the server's
+--num_batch_threads=2 do (CTranslate2: inter_threads=2, intra_threads=1, two calls at once).
 
 With --rounds=N the modes run round-robin N times (each run a fresh process), so that
 load from other jobs hits every mode alike; the table has one row per run, and a
@@ -130,16 +135,27 @@ def make_batches(model, tokenizer, lines, decode_batch_tokens, batching="sorted"
            batching_lib.pad_rows(ids[i:i + size])) for i in range(0, len(ids), size)]
 
 
-def _timed_pass(decode, batches, count_all=False):
-  """Decodes every batch; returns (wall s, output tokens, {line index: token tuple}).
+def parse_threads(spec):
+  """(batches decoded at once, intra-op threads of each) of a --threads entry: "N" is one
+  batch at a time on N intra-op threads, "BxI" B batches at once (each in its own thread, as
+  translate's and the server's num_batch_threads) on I intra-op threads each."""
+  batches, _, intra = spec.rpartition("x")
+  return int(batches or 1), int(intra)
+
+
+def _timed_pass(decode, batches, count_all=False, workers=1):
+  """Decodes every batch (`workers` at once, each in its own thread); returns (wall s,
+  output tokens, {line index: token tuple}).
 
   Output tokens are the non-pad ids, or with `count_all` every decoded position.
   """
+  import concurrent.futures  # pylint: disable=import-outside-toplevel
   import numpy as np  # pylint: disable=import-outside-toplevel
   start = time.perf_counter()
   tokens, outputs = 0, {}
-  for batch, inputs in batches:
-    ids = decode(inputs)
+  with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+    decoded = list(pool.map(lambda item: decode(item[1]), batches))
+  for (batch, _), ids in zip(batches, decoded):
     ids = ids if isinstance(ids, list) else np.asarray(ids)
     for row, j in enumerate(batch):
       hyp = tuple(int(t) for t in ids[row] if t != 0 or count_all)
@@ -158,11 +174,14 @@ def _pieces(tokenizer, vocab_size):
 
 def _ctranslate2_decoder(ct2_dir, pieces, beam, alpha, extra, threads, fixed=False):
   """ids [b, S] -> list of output id lists, with CTranslate2: EOS appended, or with
-  `fixed` every hypothesis forced to the batch's budget (all its positions counted)."""
+  `fixed` every hypothesis forced to the batch's budget (all its positions counted).
+  `threads`: a --threads entry (`parse_threads`): CTranslate2's inter_threads and
+  intra_threads."""
   import ctranslate2  # pylint: disable=import-outside-toplevel
   ids = {p: i for i, p in enumerate(pieces)}
-  translator = ctranslate2.Translator(ct2_dir, device="cpu", inter_threads=1,
-                                      intra_threads=threads)
+  inter, intra = parse_threads(threads)
+  translator = ctranslate2.Translator(ct2_dir, device="cpu", inter_threads=inter,
+                                      intra_threads=intra)
 
   def decode(inputs):
     sources = [[pieces[int(t)] for t in row if t > 1] for row in inputs]
@@ -212,8 +231,9 @@ def _run_child(mode, args):
   """One mode in THIS process; returns the result dict."""
   import numpy as np  # pylint: disable=import-outside-toplevel
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  tf.config.threading.set_intra_op_parallelism_threads(args.threads)
-  tf.config.threading.set_inter_op_parallelism_threads(args.threads)
+  workers, intra = parse_threads(args.threads)
+  tf.config.threading.set_intra_op_parallelism_threads(intra)
+  tf.config.threading.set_inter_op_parallelism_threads(workers * intra)
   from t2t_repro.decoding import beam_search as bs  # pylint: disable=import-outside-toplevel
   model, hp, tokenizer = _load(mode, args)
   beam = args.beam_size or hp.beam_size
@@ -249,7 +269,8 @@ def _run_child(mode, args):
   trace_s = time.perf_counter() - start
   load_before = os.getloadavg()[0]
   cpu0 = time.process_time()
-  wall, tokens, outputs = _timed_pass(decode, batches, count_all=mode in FIXED_MODES)
+  wall, tokens, outputs = _timed_pass(decode, batches, count_all=mode in FIXED_MODES,
+                                      workers=workers)
   cpu = time.process_time() - cpu0
   result = {"mode": mode, "batching": args.child_batching, "threads": args.threads,
             "lines": len(text), "beam_size": beam, "alpha": hp.alpha,
@@ -263,7 +284,7 @@ def _run_child(mode, args):
   if mode == "cached" and args.uncached_lines:  # the same subset as `uncached`, for the speed-up
     subset = make_batches(model, tokenizer, text[:args.uncached_lines], args.decode_batch_tokens,
                       args.child_batching, args.unsorted_rows)
-    wall, tokens, _ = _timed_pass(decode, subset)
+    wall, tokens, _ = _timed_pass(decode, subset, workers=workers)
     lines = min(args.uncached_lines, len(text))
     result.update(subset_lines=lines, subset_wall_s=wall, subset_sentences_per_s=lines / wall,
                   subset_tokens_per_s=tokens / wall)
@@ -390,7 +411,10 @@ def main(argv=None):
   parser.add_argument("--rounds", type=int, default=1,
                       help="run the modes round-robin this many times")
   parser.add_argument("--threads", default="2",
-                      help="intra-op threads of TensorFlow and CTranslate2 (a comma list: each)")
+                      help="a comma list of N (one batch at a time on N intra-op threads of "
+                      "TensorFlow and CTranslate2) or BxI (B batches at once, each in its own "
+                      "thread on I intra-op threads: translate's --num_batch_threads=B; "
+                      "CTranslate2's inter_threads=B, intra_threads=I)")
   parser.add_argument("--random_hparams", default="",
                       help="an hparams set (e.g. base) with random weights instead of the model "
                            "dir's (whose vocabulary then encodes the sources); *_fixed modes only")
@@ -404,7 +428,6 @@ def main(argv=None):
   args = parser.parse_args(argv)
 
   if args.child:
-    args.threads = int(args.threads)
     benchlib.print_result(_export(args.child, args) if args.export_only
                           else _run_child(args.child, args))
     return
@@ -416,7 +439,12 @@ def main(argv=None):
   if set(batchings) - set(BATCHINGS):
     parser.error(f"--batchings: unknown {sorted(set(batchings) - set(BATCHINGS))}; choose from "
                  f"{', '.join(BATCHINGS)}")
-  threads = [int(t) for t in args.threads.split(",")]
+  threads = args.threads.split(",")
+  for spec in threads:
+    try:
+      parse_threads(spec)
+    except ValueError:
+      parser.error(f"--threads: {spec!r} is neither N nor BxI")
   if args.random_hparams:
     if set(args.modes.split(",")) - set(FIXED_MODES):
       parser.error(f"--random_hparams: only the equal-work modes {', '.join(FIXED_MODES)}")

@@ -21,7 +21,9 @@ def running(servable, max_request_bytes=http_app.DEFAULT_MAX_REQUEST_BYTES, serv
             grpc=False, **options):
   """(base URL, app) of `servable` (or the models of a `service.Service`) served by uvicorn
   in a thread of this process on 127.0.0.1 (any free port), with the given
-  `BatchingOptions` fields; with `grpc`, the gRPC API too, on `app.state.grpc_port`."""
+  `BatchingOptions` fields (num_batch_threads 1 unless given: `Gated` holds that one thread);
+  with `grpc`, the gRPC API too, on `app.state.grpc_port`."""
+  options.setdefault("num_batch_threads", 1)
   app = http_app.create_app(servable, batcher.BatchingOptions(**options), max_request_bytes,
                             service, grpc_address=("127.0.0.1", 0) if grpc else None)
   server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None,

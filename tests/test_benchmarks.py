@@ -69,18 +69,19 @@ def test_decode_throughput(trained_run, multi30k_slice, tmp_path):
   """Section 4's modes (cached, uncached, SavedModel), Model Garden's equal-work mode and
   section 0's small-batch comparison with CTranslate2, in one run on unsorted rows (sorted
   batches: test_beam_search_before_after; int8 is the same path with another export:
-  test_ctranslate2_bleu)."""
+  test_ctranslate2_bleu), two batches at a time (--threads=2x1, translate's
+  --num_batch_threads=2)."""
   json_out = tmp_path / "results.json"
   out = run_script("decode_throughput.py", f"--model_dir={trained_run.model_dir}",
                    f"--input_file={multi30k_slice / 'dev.en'}", "--lines=6", "--uncached_lines=2",
                    "--modes=cached,uncached,savedmodel,model_garden_fixed,ctranslate2_float32",
-                   "--batchings=unsorted", "--unsorted_rows=4", "--rounds=1", "--threads=1",
+                   "--batchings=unsorted", "--unsorted_rows=4", "--rounds=1", "--threads=2x1",
                    f"--json_out={json_out}")
   skip_lines_match(out, ["model_garden"])
   garden = [] if benchlib.missing_peer("model_garden") else ["model_garden_fixed"]
   assert table_header(out, "round")[:6] == ["round", "batching", "threads", "mode", "lines",
                                             "sentences/s"]
-  rows = [line for line in out.splitlines() if line.startswith("| 1 | unsorted | 1 |")]
+  rows = [line for line in out.splitlines() if line.startswith("| 1 | unsorted | 2x1 |")]
   assert [row.split("|")[4].strip() for row in rows] == [
       "cached", "cached (uncached's subset)", "uncached", "savedmodel", *garden,
       "ctranslate2_float32"]
@@ -89,11 +90,11 @@ def test_decode_throughput(trained_run, multi30k_slice, tmp_path):
   assert table_header(out, "batching") == [
       "batching", "threads", "mode", "runs", "tokens/s", "tokens/CPU-s", "CPU/wall", "load",
       "vs CT2 float32 (wall)", "vs CT2 float32 (CPU)"]
-  assert re.search(r"^\| unsorted \| 1 \| ctranslate2_float32 \| 1 \|.*\| 1\.00x \| 1\.00x \|$",
+  assert re.search(r"^\| unsorted \| 2x1 \| ctranslate2_float32 \| 1 \|.*\| 1\.00x \| 1\.00x \|$",
                    out, re.M)
   results = json.loads(json_out.read_text(encoding="utf-8"))
   assert [(r["mode"], r["batching"], r["threads"], r["lines"]) for r in results] == [
-      (m, "unsorted", 1, 2 if m == "uncached" else 6)
+      (m, "unsorted", "2x1", 2 if m == "uncached" else 6)
       for m in ("cached", "uncached", "savedmodel", *garden, "ctranslate2_float32")]
   assert all(r["output_tokens"] > 0 and r["tokens_per_cpu_s"] > 0 for r in results)
 
@@ -181,17 +182,23 @@ def test_serve_load(trained_run, exported_model, multi30k_slice, tmp_path):
   output = tmp_path / "serve_load.json"
   out = run_script("serve_load.py", f"--model_dir={trained_run.model_dir}",
                    f"--model_base_path={exported_model}",
-                   f"--input_file={multi30k_slice / 'dev.en'}", "--clients=4", "--rounds=1",
+                   f"--server=wait 1 ms=--model_base_path={exported_model} "
+                   "--batch_timeout_micros=1000",
+                   f"--input_file={multi30k_slice / 'dev.en'}", "--clients=1,4", "--rounds=1",
                    "--requests_per_client=1", "--min_requests=4", "--equal_lines=4",
                    "--overload_batches=1", "--overload_batch_size=2", "--round_seconds=30",
                    f"--output={output}")
   assert table_header(out, "clients") == [
-      "clients", "offline sent/s", "offline, 1024-token batches", "server sent/s",
+      "clients", "offline sent/s", "offline, 1024-token batches", "server", "server sent/s",
       "server/offline", "p50 ms", "p99 ms", "mean batch"]
-  assert "equality: 4/4 answers equal translate's (all 200: True)" in out
+  assert re.search(r"^\| 4 \| [\d.]+ \| [\d.]+ \| wait 1 ms \| [\d.]+ \| [\d.]+x \|", out, re.M)
+  assert re.search(r"^offline, one sentence per call \(1 client rounds' lines\): median [\d.]+ ms",
+                   out, re.M)
+  assert "equality, wait 1 ms: 4/4 answers equal translate's (all 200: True)" in out
   result = json.loads(output.read_text(encoding="utf-8"))
-  assert set(result["rounds"]) == {"4"}
-  assert result["overload"]["other"] == 0 and result["sigterm_exit_status"] == 0
+  assert set(result["rounds"]) == {"1", "4"}
+  assert result["overload"]["other"] == 0
+  assert result["sigterm_exit_status"] == {"wait 1 ms": 0}
 
 
 def test_time_to_quality(shared_data_dir, tmp_path):

@@ -11,8 +11,8 @@ import threading
 import numpy as np
 import pytest
 
-from t2t_repro.serving.batcher import (Batcher, BatchingOptions, QueueFull, RequestTooLarge,
-                                       intra_op_threads)
+from t2t_repro.config.serving import batch_threads, intra_op_threads
+from t2t_repro.serving.batcher import Batcher, BatchingOptions, QueueFull, RequestTooLarge
 
 
 class _Recorder:
@@ -147,7 +147,8 @@ def test_the_queues_of_two_models_take_turns_and_fill_up_alone():
   """A flood of model A fills A's queue only: B's request is queued while A's are refused,
   and B's batch is decoded right after the batch under way, before A's queued ones (the
   round robin of TensorFlow Serving's SharedBatchScheduler)."""
-  options = BatchingOptions(max_batch_size=1, batch_timeout_micros=0, max_enqueued_batches=3)
+  options = BatchingOptions(max_batch_size=1, batch_timeout_micros=0, max_enqueued_batches=3,
+                            num_batch_threads=1)
   gate = threading.Event()
   recorder = _Recorder(gate)
 
@@ -180,7 +181,7 @@ def test_a_batch_waits_for_the_clients_just_answered_up_to_its_timeout():
   """A batch opened while the decoding thread was busy waits batch_timeout_micros from the
   moment the thread became free, so the client answered by the batch just decoded joins it
   (before, the expired batch was taken at once and the client's row made a batch alone)."""
-  options = BatchingOptions(max_batch_size=8, batch_timeout_micros=300_000)
+  options = BatchingOptions(max_batch_size=8, batch_timeout_micros=300_000, num_batch_threads=1)
   gate = threading.Event()
   recorder = _Recorder(gate)
 
@@ -229,6 +230,10 @@ def test_num_batch_threads_decode_batches_at_the_same_time():
 
 def test_intra_op_threads_split_the_cores():
   assert [intra_op_threads(n, cores=8) for n in (1, 2, 3, 8, 16)] == [8, 4, 2, 1, 1]
+  # 0: one decoding thread per core, at most 4, each with its share of the cores.
+  assert [batch_threads(0, cores=c) for c in (1, 2, 3, 8, 64)] == [1, 2, 3, 4, 4]
+  assert [intra_op_threads(0, cores=c) for c in (1, 2, 3, 8, 64)] == [1, 1, 1, 2, 16]
+  assert batch_threads(3, cores=64) == 3
 
 
 def test_the_servers_tensorflow_threads_are_the_cores_split_between_the_batch_threads():

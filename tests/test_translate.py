@@ -80,9 +80,10 @@ def test_length_sorted_batches():
   assert batches == [[1, 6, 3], [4, 0], [2], [5]]
 
 
-def _translator(loaded, **settings):
+def _translator(loaded, num_batch_threads=1, **settings):
   model, hparams, tokenizer = loaded
-  return Translator(model, tokenizer, DecodeConfig.resolve(hparams, **settings))
+  return Translator(model, tokenizer, DecodeConfig.resolve(hparams, **settings),
+                    num_batch_threads=num_batch_threads)
 
 
 def test_decode_config_resolution(loaded):
@@ -136,6 +137,21 @@ def test_translator_order_blank_and_batching(loaded, news_lines):
   assert len(nbest[0]) == 3 and nbest[0][0][0] >= nbest[0][1][0] >= nbest[0][2][0]
 
 
+def test_batch_threads_give_the_same_outputs_in_input_order(loaded, news_lines):
+  """Batches decoded 3 at a time give one thread's n-best lists (scores included), in input
+  order, on the first call (decoded alone) and on later ones."""
+  lines = news_lines * 3
+  one = _translator(loaded, decode_batch_tokens=40, n_best=2).nbest(lines)
+  assert len({len(lines[i].split()) for i in range(len(lines)) if lines[i].strip()}) > 3
+  threaded = _translator(loaded, num_batch_threads=3, decode_batch_tokens=40, n_best=2)
+  assert len(list(threaded.padded_batches(threaded.encode([l for l in lines if l.strip()])))) > 3
+  assert threaded.nbest(lines) == one
+  # Other batches (the lines reversed): the same texts, scores to float32 rounding.
+  again = threaded.nbest(lines[::-1])[::-1]
+  assert [[text for _, text in hyps] for hyps in again] == [[t for _, t in h] for h in one]
+  assert np.allclose([s for h in again for s, _ in h], [s for h in one for s, _ in h], rtol=1e-5)
+
+
 def test_cli_nbest_and_evaluate(tmp_path, model_dir, loaded, news_lines):
   src, out, ref = tmp_path / "src.en", tmp_path / "out.txt", tmp_path / "ref.de"
   src.write_text("".join(line + "\n" for line in news_lines), encoding="utf-8")
@@ -143,6 +159,7 @@ def test_cli_nbest_and_evaluate(tmp_path, model_dir, loaded, news_lines):
   result = subprocess.run(
       [sys.executable, "-m", "t2t_repro.translate", f"--model_dir={model_dir}",
        f"--input_file={src}", f"--output_file={out}", "--n_best=2", "--decode_batch_tokens=50",
+       "--num_batch_threads=3",
        "--decode_extra_length=4", "--evaluate", f"--ref={ref}"],
       cwd=_REPO, capture_output=True, text=True, timeout=300, check=False)
   assert result.returncode == 0, result.stderr[-3000:]

@@ -9,7 +9,8 @@ the model's position table leaves after --decode_extra_length) is cut to it with
 logged warning that names the line, so no input line can exhaust memory. The
 decoding is `t2t_repro.decoding.translator.Translator`:
 sentences sorted by length, batched by --decode_batch_tokens (padded source tokens per
-batch, rows x padded length), beam search. Progress: on a terminal a Keras progress bar on
+batch, rows x padded length), beam search, --num_batch_threads batches at the same time
+(default: one per CPU core, at most 4, each with its share of the cores). Progress: on a terminal a Keras progress bar on
 stderr, otherwise one plain closing line (`translated N lines in H:MM:SS`).
 
 Streaming: when stdin is a pipe or a terminal (no --input_file, or `-`) and the output is
@@ -69,6 +70,7 @@ from absl import logging
 from t2t_repro import errors, evaluation, fileio, logs, streaming
 from t2t_repro.commands import config_flags, shared_flags
 from t2t_repro.config import decode as decode_config
+from t2t_repro.config import serving as serving_config
 
 FLAGS = flags.FLAGS
 
@@ -83,6 +85,7 @@ def define_flags():
       help_overrides={
           "n_best": "Write the N best as 'i<TAB>score<TAB>translation' (default: just the best "
                     "translation per line); the beam is widened to N if smaller."})
+  config_flags.define(serving_config.BatchingOptions, names=("num_batch_threads",))
   shared_flags.define_inference_dtype()
   flags.DEFINE_enum("alignments", None, list(decode_config.ALIGNMENT_KINDS),
                     "Write source-target alignments of the sentencepiece pieces (one line per "
@@ -138,6 +141,7 @@ def _translator(given):
   # TensorFlow is imported here, after the flags are checked: a usage error takes no import.
   # pylint: disable-next=import-outside-toplevel
   from t2t_repro.decoding import alignment, loading, translator as translator_lib
+  threads = translator_lib.configure_threads(FLAGS.num_batch_threads)
   model, hparams, tokenizer, _ = loading.load_models(
       loading.split_names(FLAGS.model_dir), loading.split_names(FLAGS.checkpoint_path),
       inference_dtype=FLAGS.inference_dtype)
@@ -145,7 +149,7 @@ def _translator(given):
     config = decode_config.DecodeConfig.resolve(hparams, **given)
     logging.info("decoding with beam_size %d, alpha %g, decode_extra_length %d",
                  config.beam_size, config.alpha, config.decode_extra_length)
-    translator = translator_lib.Translator(model, tokenizer, config)
+    translator = translator_lib.Translator(model, tokenizer, config, num_batch_threads=threads)
     alignment.check_layer(model, FLAGS.alignment_layer)
   except errors.UsageError:
     raise

@@ -24,6 +24,7 @@ from t2t_repro.commands import config_flags
 from t2t_repro.commands import shared_flags
 from t2t_repro.commands import split_flags
 from t2t_repro.config import decode as decode_config
+from t2t_repro.config import serving as serving_config
 from t2t_repro.decoding.tuning import METRICS
 from t2t_repro.model_dir import DECODING_FILE
 
@@ -44,6 +45,7 @@ def define_flags():
   config_flags.define(decode_config.DecodeConfig,
                       names=("decode_extra_length", "decode_batch_tokens", "max_input_length"),
                       none_defaults=True)
+  config_flags.define(serving_config.BatchingOptions, names=("num_batch_threads",))
 
 
 def _numbers(flag, values, kind, low):
@@ -76,11 +78,12 @@ def _tune(sources, references, beam_sizes, alphas, data, tgt_lang):
   """Decodes the grid and writes its best point (main, holding the model dir's lock)."""
   # pylint: disable-next=import-outside-toplevel
   from t2t_repro.decoding import loading, translator as translator_lib, tuning
+  threads = translator_lib.configure_threads(FLAGS.num_batch_threads)
   model, hparams, tokenizer, paths = loading.load_models(
       loading.split_names(FLAGS.model_dir), loading.split_names(FLAGS.checkpoint_path))
   config = decode_config.DecodeConfig.resolve(hparams, **config_flags.values(
       decode_config.DecodeConfig))
-  translator = translator_lib.Translator(model, tokenizer, config)
+  translator = translator_lib.Translator(model, tokenizer, config, num_batch_threads=threads)
   logging.info("tuning on %s (%d lines): beam sizes %s x alphas %s, %s", data, len(sources),
                beam_sizes, alphas, FLAGS.metric)
   choice = tuning.tune_decoding(translator, sources, references, beam_sizes, alphas,

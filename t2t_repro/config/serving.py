@@ -1,6 +1,8 @@
 """The server's settings, declared once (`t2t_repro.config.settings.setting`: help, default, range):
 `BatchingOptions` (the batching of `batcher`) and `ServerConfig` (ports, host, request size,
-version polling). `python -m t2t_repro.serve` generates its flags from these fields
+version polling). `num_batch_threads` is also the translate command's (one decoding
+thread per core beats one thread with every core on the small matrices of decoding:
+docs/BENCHMARKS.md section 11). `python -m t2t_repro.serve` generates its flags from these fields
 (`t2t_repro.commands.config_flags`), docs/CONFIG.md lists them (tools/config_doc.py). No
 TensorFlow here, so the command's --help stays instant.
 
@@ -10,9 +12,13 @@ README.md), plus max_batch_tokens (a token budget per batch) and max_request_byt
 """
 
 import dataclasses
+import os
 
 from t2t_repro.config import settings
 from t2t_repro.config.settings import setting
+
+# num_batch_threads=0: one decoding thread per core, at most this many.
+MAX_AUTO_BATCH_THREADS = 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,9 +42,10 @@ class BatchingOptions:
       "first row or, if every decoding thread was busy then, from the moment one became free "
       "(so that the clients just answered can still join it).", min_value=0)
   num_batch_threads: int = setting(
-      1, "Batches decoded at the same time, each in its own thread; the CPU cores are split "
-      "between them (each gets cores / num_batch_threads intra-op threads, at least 1).",
-      min_value=1, max_value=64)
+      0, "Batches decoded at the same time, each in its own thread; the CPU cores are split "
+      "between them (each gets cores / num_batch_threads intra-op threads, at least 1). 0: one "
+      f"thread per core, at most {MAX_AUTO_BATCH_THREADS} (TensorFlow Serving's default is one "
+      "per core; each batch in flight holds its own decoder cache).", min_value=0, max_value=64)
   max_enqueued_batches: int = setting(
       16, "Batches each model's queue holds; a request that would need more gets 503 with "
       "Retry-After (gRPC: UNAVAILABLE).", min_value=1)
@@ -72,3 +79,18 @@ class ServerConfig:
 
   def __post_init__(self):
     settings.check(self)
+
+
+def batch_threads(num_batch_threads, cores=None):
+  """The decoding threads of the setting `num_batch_threads`: itself, or for 0 one per core
+  (`cores`; None: os.cpu_count()), at most MAX_AUTO_BATCH_THREADS."""
+  if num_batch_threads:
+    return num_batch_threads
+  return max(1, min(cores or os.cpu_count() or 1, MAX_AUTO_BATCH_THREADS))
+
+
+def intra_op_threads(num_batch_threads, cores=None):
+  """TensorFlow's (or CTranslate2's) intra-op threads of each decoding thread: the cores
+  (None: os.cpu_count()) split between `batch_threads(num_batch_threads)`, at least 1."""
+  cores = cores or os.cpu_count() or 1
+  return max(1, cores // batch_threads(num_batch_threads, cores))

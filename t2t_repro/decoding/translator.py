@@ -26,7 +26,9 @@ sample's draws depend on the seed, its line's index in the input and its index a
 the samples (`sampling.sample_keys`), so neither does batching change any sample.
 """
 
+import concurrent.futures
 import contextlib
+import itertools
 import sys
 import typing
 import weakref
@@ -41,6 +43,7 @@ from t2t_repro.constants import EOS_ID, PAD_ID
 from t2t_repro.data import batching
 from t2t_repro.decoding import beam_search, loading, sampling
 from t2t_repro.config.decode import DecodeConfig, check_positions
+from t2t_repro.config.serving import batch_threads, intra_op_threads
 from t2t_repro.decoding.prefix import TargetPrefix, max_output_lengths
 
 TOKENIZE_CHUNK = 4096  # lines per tokenizer call
@@ -72,18 +75,24 @@ class Translator:
     config: a `DecodeConfig`.
     constraint: None, or a beam-search constraint (`beam_search.search`), e.g.
       `t2t_repro.parsing.constraint.TreeConstraint`.
+    num_batch_threads: batches decoded at the same time, each in its own thread (int >= 1;
+      the server's setting of that name, `config.serving.batch_threads`); give each thread
+      its share of the cores with `configure_threads` first. The outputs do not depend on it.
   """
 
-  def __init__(self, model, tokenizer, config=DecodeConfig(), constraint=None):
+  def __init__(self, model, tokenizer, config=DecodeConfig(), constraint=None,
+               num_batch_threads=1):
     self.model = model
     self.tokenizer = tokenizer
     self.config = config
     self.constraint = constraint
+    self.num_batch_threads = num_batch_threads
+    self._ready = set()  # the configs whose search nbest called once
     self.model_dir = None  # the model dir it was loaded from (`from_model_dir`), or None
 
   @classmethod
   def from_model_dir(cls, model_dir, checkpoint_path=None, inference_dtype="float32",
-                     **settings):
+                     num_batch_threads=1, **settings):
     """The translator of a trained model dir, text in, text out (fairseq's
     `from_pretrained(...).translate(...)`):
 
@@ -93,6 +102,7 @@ class Translator:
       model_dir: a model dir (a run, its best/ or averaged/), `load_for_inference`.
       checkpoint_path: a checkpoint prefix; None: the latest.
       inference_dtype: "float32" or "bfloat16" (`load_for_inference`).
+      num_batch_threads: batches decoded at the same time (see the class).
       **settings: `DecodeConfig` fields as values (beam_size=5, n_best=2, ...); the others
         are the model dir's: what `tune` chose (decoding.json), else its hparams
         (`DecodeConfig.resolve`).
@@ -102,7 +112,8 @@ class Translator:
     """
     model, hparams, tokenizer = loading.load_for_inference(model_dir, checkpoint_path,
                                                            inference_dtype)
-    translator = cls(model, tokenizer, DecodeConfig.resolve(hparams, **settings))
+    translator = cls(model, tokenizer, DecodeConfig.resolve(hparams, **settings),
+                     num_batch_threads=num_batch_threads)
     translator.model_dir = model_dir
     return translator
 
@@ -284,23 +295,36 @@ class Translator:
       self.check_prefixes(ids, forced, [first_line + i + 1 for i in todo])
     bar = keras.utils.Progbar(len(lines), unit_name="sentence") if progress else None
     done = len(lines) - len(todo)
-    for batch, inputs in self.padded_batches(ids):
-      out_ids, scores = self.decode_batch(
+    batches = list(self.padded_batches(ids))
+
+    def decode(item):
+      batch, inputs = item
+      return self.decode_batch(
           inputs, None if forced is None else batching.pad_rows([forced[j] for j in batch]),
           np.array([first_line + todo[j] for j in batch], np.int64))
-      texts = self.tokenizer.decode(tf.reshape(out_ids, [len(batch) * n_best, -1])).numpy()
-      texts = np.reshape(texts, [len(batch), n_best])
-      scores, out_ids = scores.numpy(), out_ids.numpy()
-      for row, j in enumerate(batch):
-        results[todo[j]] = [
-            Hypothesis(float(scores[row, r]), _one_line(texts[row, r]),
-                       until_eos(out_ids[row, r]), ids[j])
-            if return_ids else (float(scores[row, r]), _one_line(texts[row, r]))
-            for r in range(n_best)]
-      done += len(batch)
-      if bar is not None:
-        with _to_stderr():
-          bar.update(done)
+
+    threads = min(self.num_batch_threads, len(batches))
+    with concurrent.futures.ThreadPoolExecutor(max(1, threads)) as pool:  # threads start on use
+      # A config's first batch alone: the first call readies its search function once for
+      # all threads (concurrent first calls took 1.5 s longer on `small`).
+      alone = 0 if self.config in self._ready else 1
+      self._ready.add(self.config)
+      outputs = map(decode, batches) if threads <= 1 else itertools.chain(
+          [decode(item) for item in batches[:alone]], pool.map(decode, batches[alone:]))
+      for (batch, _), (out_ids, scores) in zip(batches, outputs):
+        texts = self.tokenizer.decode(tf.reshape(out_ids, [len(batch) * n_best, -1])).numpy()
+        texts = np.reshape(texts, [len(batch), n_best])
+        scores, out_ids = scores.numpy(), out_ids.numpy()
+        for row, j in enumerate(batch):
+          results[todo[j]] = [
+              Hypothesis(float(scores[row, r]), _one_line(texts[row, r]),
+                         until_eos(out_ids[row, r]), ids[j])
+              if return_ids else (float(scores[row, r]), _one_line(texts[row, r]))
+              for r in range(n_best)]
+        done += len(batch)
+        if bar is not None:
+          with _to_stderr():
+            bar.update(done)
     if bar is not None and not ids:
       with _to_stderr():
         bar.update(len(lines))
@@ -309,6 +333,22 @@ class Translator:
   def translate(self, lines, progress=False):
     """list[str] -> list[str], the best output per line in input order ("" for blank lines)."""
     return [hyps[0][1] for hyps in self.nbest(lines, progress)]
+
+
+def configure_threads(num_batch_threads):
+  """Gives each of `num_batch_threads` decoding threads its share of the cores as TensorFlow's
+  intra-op threads (`config.serving.intra_op_threads`; 0: one thread per core, at most
+  `config.serving.MAX_AUTO_BATCH_THREADS`) and returns the number of decoding threads
+  (`config.serving.batch_threads`). One thread per core decodes faster than one thread with
+  every core: TensorFlow's thread pool costs more than it gives on decoding's small matrices
+  (docs/BENCHMARKS.md section 11). Call it before TensorFlow runs anything (the setting is
+  read once, when TensorFlow's runtime starts).
+
+  Raises:
+    RuntimeError: TensorFlow's runtime already started with another setting.
+  """
+  tf.config.threading.set_intra_op_parallelism_threads(intra_op_threads(num_batch_threads))
+  return batch_threads(num_batch_threads)
 
 
 def _compiled_search(model, config, constraint, prefixed):

@@ -17,7 +17,8 @@ queue as there:
   their next request into it (with one client per row, batches do not alternate between
   the clients answered and the rest).
 * num_batch_threads: batches decoded at the same time, each in its own thread
-  (`intra_op_threads` splits the cores between them).
+  (`config.serving.intra_op_threads` splits the cores between them); 0: one per core, at
+  most `config.serving.MAX_AUTO_BATCH_THREADS`.
 * max_enqueued_batches: batches a model's queue holds (open or waiting; not the one being
   decoded). A request that would need more is refused at once (`QueueFull`: HTTP 503,
   gRPC UNAVAILABLE, as TensorFlow Serving answers "the batch scheduling queue ... is full").
@@ -36,12 +37,12 @@ here is touched from the loop's thread; the decoding threads only run `run_batch
 import asyncio
 import collections
 import concurrent.futures
-import os
 import time
 
 import numpy as np
 
 from t2t_repro.config.serving import BatchingOptions  # pylint: disable=unused-import
+from t2t_repro.config.serving import batch_threads
 
 
 class QueueFull(Exception):
@@ -86,9 +87,9 @@ class Batcher:
     self._turn = 0  # the queue whose ready batch goes first (round robin)
     self._wakeup = None
     self._worker = None
-    self._executor = concurrent.futures.ThreadPoolExecutor(options.num_batch_threads,
-                                                           thread_name_prefix="decode")
-    self._free = options.num_batch_threads  # decoding threads without a batch
+    threads = batch_threads(options.num_batch_threads)
+    self._executor = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="decode")
+    self._free = threads  # decoding threads without a batch
     self._freed = 0.0  # time.monotonic() when a decoding thread last became free
     self._decoding = set()  # tasks of the batches being decoded
     self._stopping = False
@@ -253,8 +254,3 @@ class Batcher:
     if self._metrics is not None:
       self._metrics.queue(self.queued_rows(), sum(len(q) for q in self._queues.values()))
 
-
-def intra_op_threads(num_batch_threads, cores=None):
-  """Intra-op threads of each decoding thread: the cores split between the
-  `num_batch_threads` threads, at least 1 (`cores`: None, os.cpu_count())."""
-  return max(1, (cores or os.cpu_count() or 1) // num_batch_threads)

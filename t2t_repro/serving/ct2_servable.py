@@ -28,6 +28,7 @@ import os
 import numpy as np
 
 from t2t_repro import errors
+from t2t_repro.config import serving as serving_config
 from t2t_repro.model_dir import DECODING_FILE
 from t2t_repro.serving import batcher
 from t2t_repro.serving import servable as servable_lib
@@ -56,8 +57,9 @@ class Ct2Servable(servable_lib.Servable):
     version: its version (int).
     path: the version's folder (model.bin, sentencepiece.model, decoding.json).
     options: `config.BatchingOptions`: max_batch_tokens is CTranslate2's token budget per
-      chunk; num_batch_threads its inter_threads (batches translated at once), each with
-      `batcher.intra_op_threads` threads. None: the defaults.
+      chunk; num_batch_threads its inter_threads (batches translated at once,
+      `config.serving.batch_threads`), each with `config.serving.intra_op_threads` threads.
+      None: the defaults.
 
   Raises:
     errors.DataError: the folder is not a loadable CTranslate2 export of this project, or
@@ -80,8 +82,8 @@ class Ct2Servable(servable_lib.Servable):
       self._pieces = spm.SentencePieceProcessor(
           model_file=os.path.join(path, "sentencepiece.model"))
       self._translator = ctranslate2.Translator(
-          path, device="cpu", inter_threads=options.num_batch_threads,
-          intra_threads=batcher.intra_op_threads(options.num_batch_threads))
+          path, device="cpu", inter_threads=serving_config.batch_threads(options.num_batch_threads),
+          intra_threads=serving_config.intra_op_threads(options.num_batch_threads))
       beam_size, alpha, extra, limit = (self.decoding[key] for key in (
           "beam_size", "alpha", "decode_extra_length", "max_input_length"))
     except (OSError, ValueError, RuntimeError, KeyError) as e:

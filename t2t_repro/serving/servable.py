@@ -99,10 +99,9 @@ def read_model_config(path):
 
 def configure_threads(options):
   """Sets TensorFlow's intra-op threads to the cores split between the decoding threads
-  (`batcher.intra_op_threads`); call before TensorFlow runs anything."""
-  import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  tf.config.threading.set_intra_op_parallelism_threads(
-      batcher.intra_op_threads(options.num_batch_threads))
+  (`decoding.translator.configure_threads`); call before TensorFlow runs anything."""
+  from t2t_repro.decoding import translator  # pylint: disable=import-outside-toplevel
+  translator.configure_threads(options.num_batch_threads)
 
 
 def load_warm(name, version, path, options=None, model_platform=""):
