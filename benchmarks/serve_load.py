@@ -45,7 +45,8 @@ The round's lines: --requests_per_client x clients (at least --min_requests) lin
   memory    each server's RSS at start, after an untimed warm-up pass (each client count
             once: the first calls of each batch shape), after each round and at the end
 
-Prints a markdown table and writes the results as JSON (--output).
+Prints a markdown table and writes the results as JSON (--output); --table_of=FILE prints
+the table of such a file again (docs/BENCHMARKS.md section 11's tables).
 """
 
 import argparse
@@ -272,9 +273,11 @@ def parse_servers(specs, model_base_path):
 
 def main():
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  parser.add_argument("--model_dir", required=True)
-  parser.add_argument("--model_base_path", required=True,
+  parser.add_argument("--model_dir")
+  parser.add_argument("--model_base_path",
                       help="its export (<path>/1): the default server's and the overload check's")
+  parser.add_argument("--table_of", help="print the table of a results file (an earlier run's "
+                      "--output) and measure nothing")
   parser.add_argument("--server", action="append", default=[],
                       help="NAME=FLAGS, a measured server and its flags (repeatable)")
   parser.add_argument("--input_file", default=os.path.join(
@@ -294,6 +297,12 @@ def main():
   parser.add_argument("--overload_batch_size", type=int, default=16)
   parser.add_argument("--output", default=None)
   args = parser.parse_args()
+  if args.table_of:
+    with open(args.table_of, encoding="utf-8") as f:
+      print(table(json.load(f)))
+    return
+  if not (args.model_dir and args.model_base_path):
+    parser.error("--model_dir and --model_base_path are required (or --table_of)")
   servers = parse_servers(args.server, args.model_base_path)
   with open(args.input_file, encoding="utf-8") as f:
     corpus = [line.strip() for line in f if line.strip()]

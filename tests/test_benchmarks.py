@@ -199,6 +199,8 @@ def test_serve_load(trained_run, exported_model, multi30k_slice, tmp_path):
   assert set(result["rounds"]) == {"1", "4"}
   assert result["overload"]["other"] == 0
   assert result["sigterm_exit_status"] == {"wait 1 ms": 0}
+  # The table again from the results file (how docs/BENCHMARKS.md's tables are written).
+  assert run_script("serve_load.py", f"--table_of={output}").strip() in out
 
 
 def test_time_to_quality(shared_data_dir, tmp_path):

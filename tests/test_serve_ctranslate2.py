@@ -51,10 +51,13 @@ def _direct(path, lines, **options):
     decoding = json.load(f)
   sp = spm.SentencePieceProcessor(model_file=os.path.join(path, "sentencepiece.model"))
   translator = ctranslate2.Translator(path, device="cpu", intra_threads=1)
+  sources = sp.encode(lines, out_type=str)
+  # The call's longest source + EOS + decode_extra_length (`Ct2Servable.max_output_length`).
+  longest = max(len(p) for p in sources + [p for p in options.get("target_prefix", []) if p])
   options = {"beam_size": decoding["beam_size"], "length_penalty": decoding["alpha"],
-             "max_decoding_length": decoding["max_input_length"] + decoding["decode_extra_length"],
+             "max_decoding_length": longest + 1 + decoding["decode_extra_length"],
              "return_scores": True, **options}
-  results = translator.translate_batch(sp.encode(lines, out_type=str), **options)
+  results = translator.translate_batch(sources, **options)
   return [[(sp.decode_pieces(h), s) for h, s in zip(r.hypotheses, r.scores)] for r in results]
 
 
@@ -108,6 +111,34 @@ def test_each_signature_equals_ctranslate2_called_directly(ct2, ct2_base):
       assert sp.decode([i for i in row if i > 1]) == text and row[row.index(1) + 1:] == [0] * (
           len(row) - row.index(1) - 1)
     assert out["scores"] == pytest.approx([score for _, score in best[:2]], rel=1e-5)
+
+
+def test_the_output_cap_of_a_call_is_its_longest_source_plus_decode_extra_length(ct2):
+  """Each CTranslate2 call caps the outputs at its longest source (EOS included) +
+  decode_extra_length (with a target prefix: the longer of the two), as the SavedModel caps
+  each sentence, not at max_positions (where a hypothesis that never ends held its batch
+  for ~500 steps)."""
+  class Spy:
+    def __init__(self, translator):
+      self.translator, self.caps = translator, []
+
+    def translate_batch(self, *args, **kwargs):
+      self.caps.append(kwargs["max_decoding_length"])
+      return self.translator.translate_batch(*args, **kwargs)
+
+  extra = ct2.decoding["decode_extra_length"]
+  sentences = ["A dog.", "Two young men play football on a green field near the river."]
+  pieces = [len(p) for p in ct2._encode(sentences)]  # pylint: disable=protected-access
+  spy = Spy(ct2._translator)  # pylint: disable=protected-access
+  ct2._translator = spy  # pylint: disable=protected-access
+  try:
+    ct2.run("serving_default", {"sentences": sentences})
+    ct2.run("translate_ids", {"inputs": [[5, 6, 1], [5, 6, 7, 8, 1]]})
+    ct2.run("translate_prefix", {"sentences": sentences[:1], "prefixes": sentences[1:]})
+  finally:
+    ct2._translator = spy.translator  # pylint: disable=protected-access
+  assert spy.caps == [max(pieces) + 1 + extra, 4 + 1 + extra, pieces[1] + 1 + extra]
+  assert ct2.max_output_length([["x"] * 10 ** 4]) == ct2.limits["max_positions"]
 
 
 def test_grpc_status_and_metadata(ct2, ct2_base):

@@ -17,9 +17,11 @@ sentence gives "" with score 0, as the SavedModel. CTranslate2 batches each call
 sorted by length in chunks of `max_batch_tokens` source tokens (max_batch_size with
 batch_type="tokens"), the server's one token budget. Two differences from the SavedModel
 (docs/SERVING.md): the scores are normalized by length^alpha, not GNMT's
-((5 + length) / 6)^alpha, and the maximum output length is max_input_length +
-decode_extra_length for every sentence (one number per call in CTranslate2), not the
-sentence's source length + decode_extra_length.
+((5 + length) / 6)^alpha, and the maximum output length is the call's longest source (or
+target prefix) + decode_extra_length for every sentence of the call (one number per call in
+CTranslate2, `max_output_length`), not each sentence's own. A cap of max_positions for every
+call instead made a hypothesis that never ends run ~500 steps and hold its whole batch (p99
+latencies of 1-3 s on `small`, docs/BENCHMARKS.md section 11).
 """
 
 import json
@@ -91,8 +93,7 @@ class Ct2Servable(servable_lib.Servable):
                              f"the export command's `format`=ctranslate2 ({e})") from None
     self.limits = {"max_input_length": limit, "max_positions": limit + extra}
     self._budget = {"max_batch_size": options.max_batch_tokens, "batch_type": "tokens"}
-    self._search = dict(self._budget, beam_size=beam_size, length_penalty=alpha, return_scores=True,
-                        max_decoding_length=self.limits["max_positions"])
+    self._search = dict(self._budget, beam_size=beam_size, length_penalty=alpha, return_scores=True)
     self.signatures = {
         key: servable_lib.Signature(
             {n: (tf.as_dtype(d), r) for n, (d, r) in inputs.items()}, outputs)
@@ -128,6 +129,13 @@ class Ct2Servable(servable_lib.Servable):
       texts, scores = texts[:, 0], scores[:, 0]
     return {"translations": texts, "scores": scores}
 
+  def max_output_length(self, pieces):
+    """CTranslate2's max_decoding_length of a call [pieces, EOS excluded]: the longest of
+    `pieces` (lists of source or target-prefix pieces, EOS excluded) + EOS +
+    decode_extra_length, at most max_positions."""
+    longest = max((len(p) for p in pieces), default=0)
+    return min(self.limits["max_positions"], longest + 1 + self.decoding["decode_extra_length"])
+
   def _encode(self, texts):
     return self._pieces.encode([text.strip() for text in texts], out_type=str)
 
@@ -142,8 +150,10 @@ class Ct2Servable(servable_lib.Servable):
     target_prefix = None
     if prefixes is not None:
       target_prefix = [pieces or None for pieces in self._encode([prefixes[r] for r in kept])]
+    kept_sources = [sources[r] for r in kept]
     results = self._translator.translate_batch(
-        [sources[r] for r in kept], target_prefix,
+        kept_sources, target_prefix, max_decoding_length=self.max_output_length(
+            kept_sources + [p for p in target_prefix or [] if p]),
         **dict(self._search, beam_size=max(self._search["beam_size"], n), num_hypotheses=n))
     for row, result in zip(kept, results):
       for i, (pieces, score) in enumerate(zip(result.hypotheses, result.scores)):
@@ -155,7 +165,8 @@ class Ct2Servable(servable_lib.Servable):
     """int32 rows ending with EOS (0-padded) -> ids int32 [rows, T] (each ending with EOS,
     0-padded; T >= the longest source + decode_extra_length), scores float32 [rows]."""
     sources = [[self._pieces.id_to_piece(i) for i in row if i != 0][:-1] for row in inputs]
-    results = self._translator.translate_batch(sources, **self._search)
+    results = self._translator.translate_batch(
+        sources, max_decoding_length=self.max_output_length(sources), **self._search)
     outputs = [[self._pieces.piece_to_id(p) for p in result.hypotheses[0]] + [_EOS]
                for result in results]
     width = max([len(s) + 1 + self.decoding["decode_extra_length"] for s in sources] +
