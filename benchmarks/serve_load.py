@@ -10,7 +10,7 @@ The measured servers: one per --server NAME=FLAGS (repeatable), FLAGS the server
 (its --model_base_path among them: a SavedModel export or a CTranslate2 one); without
 --server, one server "serve" of --model_base_path with --batch_timeout_micros=20000 (a batch
 waits up to 20 ms, counted from when the decoding thread became free, so that the clients
-just answered can join it). The levers of docs/BENCHMARKS.md section 11, for instance:
+just answered can join it). The levers of docs/SERVER_LOAD.md, for instance:
 
   --server="no wait=--model_base_path=runs/bench_export --batch_timeout_micros=0"
   --server="wait 20 ms=--model_base_path=runs/bench_export --batch_timeout_micros=20000"
@@ -46,7 +46,7 @@ The round's lines: --requests_per_client x clients (at least --min_requests) lin
             once: the first calls of each batch shape), after each round and at the end
 
 Prints a markdown table and writes the results as JSON (--output); --table_of=FILE prints
-the table of such a file again (docs/BENCHMARKS.md section 11's tables).
+the table of such a file again (docs/SERVER_LOAD.md's tables).
 """
 
 import argparse

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The load tables of docs/BENCHMARKS.md section 11:
+# The load tables of docs/SERVER_LOAD.md:
 #   bash studies/serve_load/run.sh tiny|small savedmodel|ctranslate2
 # tiny = runs/quickstart (the README's main job), small = runs/small300 (`train
 # --hparams=small --train_steps=300` on Multi30k), each exported (a SavedModel, CTranslate2

@@ -2,7 +2,7 @@
 `BatchingOptions` (the batching of `batcher`) and `ServerConfig` (ports, host, request size,
 version polling). `num_batch_threads` is also the translate command's (one decoding
 thread per core beats one thread with every core on the small matrices of decoding:
-docs/BENCHMARKS.md section 11). `python -m t2t_repro.serve` generates its flags from these fields
+docs/SERVER_LOAD.md). `python -m t2t_repro.serve` generates its flags from these fields
 (`t2t_repro.commands.config_flags`), docs/CONFIG.md lists them (tools/config_doc.py). No
 TensorFlow here, so the command's --help stays instant.
 

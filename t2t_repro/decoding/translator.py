@@ -341,7 +341,7 @@ def configure_threads(num_batch_threads):
   `config.serving.MAX_AUTO_BATCH_THREADS`) and returns the number of decoding threads
   (`config.serving.batch_threads`). One thread per core decodes faster than one thread with
   every core: TensorFlow's thread pool costs more than it gives on decoding's small matrices
-  (docs/BENCHMARKS.md section 11). Call it before TensorFlow runs anything (the setting is
+  (docs/SERVER_LOAD.md). Call it before TensorFlow runs anything (the setting is
   read once, when TensorFlow's runtime starts).
 
   Raises:

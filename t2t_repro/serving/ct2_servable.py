@@ -21,7 +21,7 @@ batch_type="tokens"), the server's one token budget. Two differences from the Sa
 target prefix) + decode_extra_length for every sentence of the call (one number per call in
 CTranslate2, `max_output_length`), not each sentence's own. A cap of max_positions for every
 call instead made a hypothesis that never ends run ~500 steps and hold its whole batch (p99
-latencies of 1-3 s on `small`, docs/BENCHMARKS.md section 11).
+latencies of 1-3 s on `small`, docs/SERVER_LOAD.md).
 """
 
 import json

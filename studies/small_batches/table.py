@@ -1,0 +1,48 @@
+"""docs/BENCHMARKS.md section 0's small-batch table from a `decode_throughput.py --json_out`
+file of the modes cached, cached_bfloat16, ctranslate2_float32 and ctranslate2_int8:
+
+  python studies/small_batches/table.py studies/small_batches/small300.json
+
+One row per batching and --threads entry: the median over rounds of tokens/CPU-s of each
+mode, ours float32 / CTranslate2 float32 per CPU-second (median of the rounds' ratios, each
+round's in parentheses) and per wall second, ours bfloat16 / CTranslate2 float32, CTranslate2
+int8 / float32, and the 1-minute load before the runs.
+"""
+
+import json
+import statistics
+import sys
+
+BATCHINGS = {"sorted": "(a) sorted, 4,096 tokens", "unsorted": "(b) 64 unsorted rows",
+             "one": "(c) one sentence"}
+
+
+def table(results):
+  """Markdown lines of the table of `results` (the list decode_throughput.py writes)."""
+  runs = {}
+  for r in results:
+    runs.setdefault((r["batching"], r["threads"]), {}).setdefault(r["mode"], []).append(r)
+  out = ["| batches | threads | tokens/CPU-s: ours f32 / bf16 / CT2 f32 / int8 | ours f32 / CT2 f32, "
+         "CPU (rounds) | per wall s | ours bf16 / CT2 f32, CPU | CT2 int8 / f32, CPU | load |",
+         "|---|---|---|---|---|---|---|---|"]
+  for (batching, threads), modes in runs.items():
+    med = {m: statistics.median(r["tokens_per_cpu_s"] for r in rs) for m, rs in modes.items()}
+    ours, peer = modes["cached"], modes["ctranslate2_float32"]
+    per_round = [a["tokens_per_cpu_s"] / b["tokens_per_cpu_s"] for a, b in zip(ours, peer)]
+    wall = statistics.median(a["tokens_per_s"] / b["tokens_per_s"] for a, b in zip(ours, peer))
+    loads = [r["loadavg_1min_before"] for rs in modes.values() for r in rs]
+    out.append(
+        f"| {BATCHINGS[batching]} | {threads} | " + " / ".join(
+            f"{med[m]:,.0f}" for m in ("cached", "cached_bfloat16", "ctranslate2_float32",
+                                       "ctranslate2_int8")) +
+        f" | **{statistics.median(per_round):.2f}x** ("
+        + ", ".join(f"{x:.2f}" for x in per_round) + f") | {wall:.2f}x | "
+        f"{med['cached_bfloat16'] / med['ctranslate2_float32']:.2f}x | "
+        f"{med['ctranslate2_int8'] / med['ctranslate2_float32']:.2f}x | "
+        f"{min(loads):.1f}-{max(loads):.1f} |")
+  return out
+
+
+if __name__ == "__main__":
+  with open(sys.argv[1], encoding="utf-8") as f:
+    print("\n".join(table(json.load(f))))
