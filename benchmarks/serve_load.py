@@ -14,7 +14,7 @@ just answered can join it). The levers of docs/SERVER_LOAD.md, for instance:
 
   --server="no wait=--model_base_path=runs/bench_export --batch_timeout_micros=0"
   --server="wait 20 ms=--model_base_path=runs/bench_export --batch_timeout_micros=20000"
-  --server="2 threads=--model_base_path=runs/bench_export --batch_timeout_micros=20000 --num_batch_threads=2"
+  --server="2 threads=--model_base_path=runs/bench_export --num_batch_threads=2"
   --server="ct2 int8=--model_base_path=runs/bench_ct2 --batch_timeout_micros=20000"
 
 Every server is started before the rounds and stays up (idle between its rounds).
@@ -309,7 +309,8 @@ def main():
   clients_list = [int(c) for c in args.clients.split(",")]
   result = {"command": " ".join(sys.argv), "servers": {n: " ".join(f) for n, f in servers.items()},
             "small_decode_batch_tokens": args.small_decode_batch_tokens,
-            "offline_num_batch_threads": args.num_batch_threads, "cpu": benchlib.cpu_name(), "nproc": os.cpu_count(), "load_start": os.getloadavg(),
+            "offline_num_batch_threads": args.num_batch_threads, "cpu": benchlib.cpu_name(),
+            "nproc": os.cpu_count(), "load_start": os.getloadavg(),
             "date": time.strftime("%Y-%m-%d")}
   translator, small_batches = offline_translators(
       args.model_dir, args.num_batch_threads, args.decode_batch_tokens,

@@ -1,7 +1,8 @@
 """The server's batching (t2t_repro.serving.batcher) with a stand-in decoder: how requests
 are merged and split within max_batch_size and max_batch_tokens, the order of each
 request's rows, the full queue, cancelled requests, a batch's timeout counted from when a
-decoding thread became free, num_batch_threads and the intra-op threads they split."""
+decoding thread became free, num_batch_threads and the intra-op threads they split. The
+tests of order run one decoding thread (num_batch_threads=1; the default is one per core)."""
 
 import asyncio
 import subprocess
@@ -46,7 +47,8 @@ async def _serve(options, requests, decoder):
 
 
 def test_requests_are_merged_within_the_row_and_token_bounds_and_split_back():
-  options = BatchingOptions(max_batch_size=4, max_batch_tokens=20, batch_timeout_micros=50_000)
+  options = BatchingOptions(max_batch_size=4, max_batch_tokens=20, batch_timeout_micros=50_000,
+                            num_batch_threads=1)
   requests = [(("m", "a"), ["x1", "x2"], [5, 5]),  # batch 1
               (("m", "a"), ["y1", "y2", "y3"], [4, 4, 4]),  # y1, y2 fit batch 1 (18 tokens)
               (("m", "b"), ["z1"], [3]),  # another signature: a batch of its own
@@ -62,7 +64,8 @@ def test_requests_are_merged_within_the_row_and_token_bounds_and_split_back():
 
 
 def test_a_request_larger_than_a_batch_is_split_and_rejoined_in_order():
-  options = BatchingOptions(max_batch_size=3, max_batch_tokens=100, batch_timeout_micros=0)
+  options = BatchingOptions(max_batch_size=3, max_batch_tokens=100, batch_timeout_micros=0,
+                            num_batch_threads=1)
   rows = [f"s{i}" for i in range(8)]
   recorder = _Recorder()
   (result,) = _run(_serve(options, [(("m", "a"), rows, [2] * 8)], recorder))
@@ -72,7 +75,7 @@ def test_a_request_larger_than_a_batch_is_split_and_rejoined_in_order():
 
 def test_a_full_queue_refuses_at_once_and_a_too_large_request_always():
   options = BatchingOptions(max_batch_size=2, max_batch_tokens=100, batch_timeout_micros=0,
-                            max_enqueued_batches=2)
+                            max_enqueued_batches=2, num_batch_threads=1)
   gate = threading.Event()
 
   async def scenario():
@@ -98,7 +101,7 @@ def test_a_full_queue_refuses_at_once_and_a_too_large_request_always():
 
 
 def test_a_cancelled_request_is_not_decoded():
-  options = BatchingOptions(max_batch_size=8, batch_timeout_micros=0)
+  options = BatchingOptions(max_batch_size=8, batch_timeout_micros=0, num_batch_threads=1)
   gate = threading.Event()
   recorder = _Recorder(gate)
 
@@ -129,7 +132,7 @@ def test_a_failing_batch_fails_its_requests_only():
     return {"lengths": np.array([len(s) for s in columns["sentences"]])}
 
   async def scenario():
-    batcher = Batcher(decoder, BatchingOptions(batch_timeout_micros=0))
+    batcher = Batcher(decoder, BatchingOptions(batch_timeout_micros=0, num_batch_threads=1))
     batcher.start()
     bad = batcher.submit(("m", "bad"), {"sentences": ["x"]}, [1])
     good = batcher.submit(("m", "good"), {"sentences": ["abc"]}, [1])

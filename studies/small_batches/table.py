@@ -22,8 +22,8 @@ def table(results):
   runs = {}
   for r in results:
     runs.setdefault((r["batching"], r["threads"]), {}).setdefault(r["mode"], []).append(r)
-  out = ["| batches | threads | tokens/CPU-s: ours f32 / bf16 / CT2 f32 / int8 | ours f32 / CT2 f32, "
-         "CPU (rounds) | per wall s | ours bf16 / CT2 f32, CPU | CT2 int8 / f32, CPU | load |",
+  out = ["| batches | threads | tokens/CPU-s: ours f32 / bf16 / CT2 f32 / int8 | ours f32 / CT2 "
+         "f32, CPU (rounds) | per wall s | ours bf16 / CT2 f32, CPU | CT2 int8 / f32, CPU | load |",
          "|---|---|---|---|---|---|---|---|"]
   for (batching, threads), modes in runs.items():
     med = {m: statistics.median(r["tokens_per_cpu_s"] for r in rs) for m, rs in modes.items()}

@@ -10,8 +10,9 @@ logged warning that names the line, so no input line can exhaust memory. The
 decoding is `t2t_repro.decoding.translator.Translator`:
 sentences sorted by length, batched by --decode_batch_tokens (padded source tokens per
 batch, rows x padded length), beam search, --num_batch_threads batches at the same time
-(default: one per CPU core, at most 4, each with its share of the cores). Progress: on a terminal a Keras progress bar on
-stderr, otherwise one plain closing line (`translated N lines in H:MM:SS`).
+(default: one per CPU core, at most 4, each with its share of the cores). Progress: on a
+terminal a Keras progress bar on stderr, otherwise one plain closing line (`translated N
+lines in H:MM:SS`).
 
 Streaming: when stdin is a pipe or a terminal (no --input_file, or `-`) and the output is
 stdout without --evaluate or --alignments, lines are translated as they arrive, in
