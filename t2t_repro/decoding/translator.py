@@ -250,10 +250,14 @@ class Translator:
                         "to %d (prefix + decode_extra_length)", number, len(prefix),
                         len(source) + extra, len(prefix) + extra)
 
+  def sorted_batches(self, ids):
+    """The batches of `ids` (lists of source ids): lists of indices into ids, sorted by
+    length, each within decode_batch_tokens padded source tokens, shortest first."""
+    return batching.length_sorted_batches([len(x) for x in ids], self.config.decode_batch_tokens)
+
   def padded_batches(self, ids):
     """Yields (indices into ids, int32 [rows, width] 0-padded inputs), shortest first."""
-    for batch in batching.length_sorted_batches([len(x) for x in ids],
-                                                self.config.decode_batch_tokens):
+    for batch in self.sorted_batches(ids):
       yield batch, batching.pad_rows([ids[j] for j in batch])
 
   def nbest(self, lines, progress=False, return_ids=False, prefixes=None, first_line=0):
@@ -295,12 +299,12 @@ class Translator:
       self.check_prefixes(ids, forced, [first_line + i + 1 for i in todo])
     bar = keras.utils.Progbar(len(lines), unit_name="sentence") if progress else None
     done = len(lines) - len(todo)
-    batches = list(self.padded_batches(ids))
+    batches = self.sorted_batches(ids)
 
-    def decode(item):
-      batch, inputs = item
+    def decode(batch):  # padded here, in the decoding thread: one batch's copy at a time
       return self.decode_batch(
-          inputs, None if forced is None else batching.pad_rows([forced[j] for j in batch]),
+          batching.pad_rows([ids[j] for j in batch]),
+          None if forced is None else batching.pad_rows([forced[j] for j in batch]),
           np.array([first_line + todo[j] for j in batch], np.int64))
 
     threads = min(self.num_batch_threads, len(batches))
@@ -311,7 +315,7 @@ class Translator:
       self._ready.add(self.config)
       outputs = map(decode, batches) if threads <= 1 else itertools.chain(
           [decode(item) for item in batches[:alone]], pool.map(decode, batches[alone:]))
-      for (batch, _), (out_ids, scores) in zip(batches, outputs):
+      for batch, (out_ids, scores) in zip(batches, outputs):
         texts = self.tokenizer.decode(tf.reshape(out_ids, [len(batch) * n_best, -1])).numpy()
         texts = np.reshape(texts, [len(batch), n_best])
         scores, out_ids = scores.numpy(), out_ids.numpy()

@@ -83,9 +83,10 @@ class Ct2Servable(servable_lib.Servable):
         self.decoding = json.load(f)
       self._pieces = spm.SentencePieceProcessor(
           model_file=os.path.join(path, "sentencepiece.model"))
+      threads = options.num_batch_threads
       self._translator = ctranslate2.Translator(
-          path, device="cpu", inter_threads=serving_config.batch_threads(options.num_batch_threads),
-          intra_threads=serving_config.intra_op_threads(options.num_batch_threads))
+          path, device="cpu", inter_threads=serving_config.batch_threads(threads),
+          intra_threads=serving_config.intra_op_threads(threads))
       beam_size, alpha, extra, limit = (self.decoding[key] for key in (
           "beam_size", "alpha", "decode_extra_length", "max_input_length"))
     except (OSError, ValueError, RuntimeError, KeyError) as e:
