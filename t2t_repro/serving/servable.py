@@ -1,7 +1,7 @@
-"""One exported model version as the server serves it (`Servable`, `load_warm`), the highest
+"""One exported model version as the server serves it (`Servable`), the highest
 version of a model base path at start (`latest_version`) and TensorFlow Serving's model config
 file (`read_model_config`). A CTranslate2 export is served by `ct2_servable.Ct2Servable`, a
-`Servable` with the same signatures.
+`Servable` with the same signatures; `version_folder.load_warm` picks the kind of a folder.
 
 A `Servable` loads `<model_base_path>/<version>/` (a SavedModel of `t2t_repro.serving.
 saved_model`) with `tf.saved_model.load` and calls its signatures; it checks a request's
@@ -102,34 +102,6 @@ def configure_threads(options):
   (`decoding.translator.configure_threads`); call before TensorFlow runs anything."""
   from t2t_repro.decoding import translator  # pylint: disable=import-outside-toplevel
   translator.configure_threads(options.num_batch_threads)
-
-
-def load_warm(name, version, path, options=None, model_platform=""):
-  """A servable of the version at `path` (a `Servable`, or a `ct2_servable.Ct2Servable` for
-  a folder holding model.bin), after one sentence through serving_default (the first call's
-  set-up, done before it takes requests).
-
-  Args:
-    name, version, path: as `Servable`'s.
-    options: the server's `config.BatchingOptions` (its max_batch_tokens is the model's
-      decoding budget too), or None: the export's own.
-    model_platform: "" (the folder's file says), or a key of `versions.PLATFORMS` the
-      folder must hold.
-
-  Raises:
-    errors.DataError: not a loadable export of this project, or not of `model_platform`.
-  """
-  found = versions.platform(path)
-  if model_platform and found != model_platform:
-    raise errors.DataError(f"`model_base_path` {path}: model_platform {model_platform} wants "
-                           f"{versions.PLATFORMS[model_platform]} in each version folder")
-  if found == "ctranslate2":
-    from t2t_repro.serving import ct2_servable  # pylint: disable=import-outside-toplevel
-    servable = ct2_servable.Ct2Servable(name, version, path, options)
-  else:
-    servable = Servable(name, version, path, options and options.max_batch_tokens)
-  servable.run("serving_default", {"sentences": ["Hello."]})
-  return servable
 
 
 class Signature:
