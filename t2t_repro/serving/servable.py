@@ -31,7 +31,7 @@ def latest_version(model_base_path):
   """The highest version of a model base path: (version int, its folder).
 
   TensorFlow Serving's layout: `<model_base_path>/<integer version>/saved_model.pb` (or
-  model.bin: a CTranslate2 export).
+  model.bin: a CTranslate2 export; model.tflite: a LiteRT export).
 
   Raises:
     errors.DataError: no such folder, or no version folder holding a saved_model.pb.
@@ -42,8 +42,8 @@ def latest_version(model_base_path):
   if not found:
     raise errors.DataError(
         f"`model_base_path` {model_base_path}: no version folder (an integer name holding "
-        f"saved_model.pb or model.bin, e.g. {os.path.join(model_base_path, '1')} as the export command "
-        f"writes it)")
+        f"saved_model.pb, model.bin or model.tflite, e.g. {os.path.join(model_base_path, '1')} as "
+        "the export command writes it)")
   return max(found), found[max(found)][0]
 
 

@@ -1,7 +1,8 @@
 """The servable of a version folder, by the kind of export it holds (`load_warm`).
 
 The kind is the model_platform of `versions.PLATFORMS` whose file the folder holds: a
-SavedModel (`servable.Servable`) or a CTranslate2 export (`ct2_servable.Ct2Servable`). This
+SavedModel (`servable.Servable`), a CTranslate2 export (`ct2_servable.Ct2Servable`) or a
+LiteRT export (`litert_servable.LiteRtServable`). This
 module stands above the servables so that none of them imports another to pick one.
 """
 
@@ -32,6 +33,9 @@ def load_warm(name, version, path, options=None, model_platform=""):
   if found == "ctranslate2":
     from t2t_repro.serving import ct2_servable  # pylint: disable=import-outside-toplevel
     servable = ct2_servable.Ct2Servable(name, version, path, options)
+  elif found == "litert":
+    from t2t_repro.serving import litert_servable  # pylint: disable=import-outside-toplevel
+    servable = litert_servable.LiteRtServable(name, version, path, options)
   else:
     from t2t_repro.serving import servable as servable_lib  # pylint: disable=import-outside-toplevel
     servable = servable_lib.Servable(name, version, path, options and options.max_batch_tokens)
