@@ -101,8 +101,8 @@ class LiteRtServable(servable_lib.Servable):
     """int32 rows ending with EOS (0-padded) -> ids int32 [rows, T] (0-padded; T = the
     longest source + decode_extra_length), scores float32 [rows]."""
     limit, eos = self.limits["max_input_length"], self._pieces.eos_id()
-    sources = [[i for i in row if i != 0] for row in inputs]
-    sources = [np.array(ids[:limit - 1] + [eos], np.int32) for ids in sources]
+    pieces = [[i for i in row if i != 0][:-1] for row in inputs]  # each ends with one EOS
+    sources = [np.array(ids[:limit - 1] + [eos], np.int32) for ids in pieces]
     outputs = self._translator.decode(sources)
     width = max(len(s) for s in sources) + self.decoding["decode_extra_length"]
     ids = np.zeros([len(sources), width], np.int32)
