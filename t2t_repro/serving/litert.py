@@ -32,6 +32,7 @@ from t2t_repro.constants import EOS_ID
 from t2t_repro.model_dir import DECODING_FILE, ModelDir
 from t2t_repro.serving import LITERT_QUANTIZATIONS, check_export_dir
 from t2t_repro.serving.litert_translator import MODEL_FILE
+from t2t_repro.serving.servable import quiet_loader
 
 # The signatures of model.tflite (see the module docstring).
 SIGNATURES = ("beam_search", "greedy", "nbest")
@@ -140,13 +141,15 @@ def convert(functions, quantization=None):
   with tempfile.TemporaryDirectory() as folder:  # the converter reads signatures from a SavedModel
     tf.saved_model.save(holder, folder, signatures=functions,
                         options=tf.saved_model.SaveOptions(experimental_custom_gradients=False))
-    converter = tf.lite.TFLiteConverter.from_saved_model(folder, signature_keys=list(functions))
+    with quiet_loader():  # its reading of the SavedModel: no warning per custom gradient
+      converter = tf.lite.TFLiteConverter.from_saved_model(folder, signature_keys=list(functions))
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
     if quantization in ("float16", "dynamic_range"):
       converter.optimizations = [tf.lite.Optimize.DEFAULT]
     if quantization == "float16":
       converter.target_spec.supported_types = [tf.float16]
-    data = converter.convert()
+    with quiet_loader():
+      data = converter.convert()
   extra = custom_ops(data)
   if extra:
     raise ValueError(f"the LiteRT model needs ops outside TFLite's builtins: {', '.join(extra)}")

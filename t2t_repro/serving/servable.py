@@ -145,7 +145,7 @@ class Servable:
     self.name, self.version, self.path = name, version, path
     self._tf = tf
     try:
-      with _quiet_loader():
+      with quiet_loader():
         self._loaded = tf.saved_model.load(path)
     except (OSError, ValueError, IndexError, tf.errors.OpError) as e:
       from t2t_repro.model.weights import check_readable  # pylint: disable=import-outside-toplevel
@@ -245,7 +245,7 @@ class Servable:
 
 
 @contextlib.contextmanager
-def _quiet_loader():
+def quiet_loader():
   """Silences the loader's warning per beam-search function, "Importing a function ... with
   ops with unsaved custom gradients": the export leaves them out on purpose (serving never
   differentiates)."""
