@@ -30,16 +30,22 @@ def part_of(path):
   return "commands" if name in _ENTRY_MODULES else None if name == "__init__" else name
 
 
-def imported_parts(path):
-  """The parts of t2t_repro that the file at `path` imports (at the top or in a function)."""
+def imported_names(path):
+  """The dotted names the file at `path` imports (at the top or in a function): `import a.b`
+  gives a.b, `from a import b` a.b."""
   names = set()
   for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
     if isinstance(node, ast.Import):
       names.update(alias.name for alias in node.names)
     elif isinstance(node, ast.ImportFrom) and node.module:
       names.update(f"{node.module}.{alias.name}" for alias in node.names)
+  return names
+
+
+def imported_parts(path):
+  """The parts of t2t_repro that the file at `path` imports (at the top or in a function)."""
   parts = set()
-  for name in names:
+  for name in imported_names(path):
     pieces = name.split(".")
     if pieces[0] == "t2t_repro" and len(pieces) > 1:
       parts.add(pieces[1] if (_PACKAGE / pieces[1]).is_dir() or pieces[1] in
@@ -77,14 +83,8 @@ def imported_modules(path):
   """The modules of t2t_repro that the file at `path` imports (at the top or in a function),
   as paths of their files: `from t2t_repro.serving import servable` is serving/servable.py,
   `from t2t_repro.serving import QUANTIZATIONS` serving/__init__.py."""
-  names = set()
-  for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-    if isinstance(node, ast.Import):
-      names.update(alias.name for alias in node.names)
-    elif isinstance(node, ast.ImportFrom) and node.module:
-      names.update(f"{node.module}.{alias.name}" for alias in node.names)
   found = set()
-  for name in names:
+  for name in imported_names(path):
     pieces = name.split(".")
     while pieces and pieces[0] == "t2t_repro":
       module = _REPO.joinpath(*pieces[:-1], pieces[-1] + ".py")
