@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from t2t_repro.decoding.translator import Translator
 from t2t_repro.serving import litert
+from t2t_repro.serving.litert_translator import LiteRtTranslator
 
 pytest.importorskip("ai_edge_litert")
 
@@ -98,7 +99,6 @@ def test_dynamic_range_is_builtin_smaller_and_translates(trained_run, litert_exp
   data = (out / "model.tflite").read_bytes()
   assert litert.custom_ops(data) == []
   assert len(data) < 0.8 * (litert_export / "1" / "model.tflite").stat().st_size
-  from t2t_repro.serving.litert_translator import LiteRtTranslator  # pylint: disable=import-outside-toplevel
   assert LiteRtTranslator(str(out)).translate(["A man rides a bike."])[0]
 
 

@@ -17,11 +17,12 @@ weights as constants (the variables are frozen before conversion), so XNNPACK's 
 the matmuls. `quantization`: None (float32), "float16" (weights stored as float16, computed in
 float32) or "dynamic_range" (int8 weights, activations quantized per call: LiteRT's int8).
 The version folder also holds sentencepiece.model, decoding.json (beam_size, alpha,
-decode_extra_length, n_best, max_input_length, decode_batch_tokens) and a README.md; the
+decode_extra_length, n_best, max_input_length, decode_batch_tokens, eos_id) and a README.md; the
 translator that needs only LiteRT, sentencepiece and numpy is `serving.litert_translator`.
 """
 
 import contextlib
+import dataclasses
 import os
 import tempfile
 
@@ -41,9 +42,9 @@ _INPUTS = tf.TensorSpec([None, None], tf.int32, name="inputs")
 _README = """# LiteRT model exported from a t2t_repro model dir
 
 Exported by `python -m t2t_repro.export --format=tflite` from `{model_dir}` (quantization:
-{quantization}). It runs on LiteRT (`pip install ai-edge-litert`: Linux, macOS and Windows on
-x86-64 and arm64; the same file runs on Android and iOS LiteRT) with sentencepiece and numpy,
-without TensorFlow; builtin ops only, XNNPACK on CPU.
+{quantization}). It runs on LiteRT's interpreter (`pip install ai-edge-litert`) with
+sentencepiece and numpy, without TensorFlow: builtin ops only, the weights constants (XNNPACK on
+CPU). The project's tests run it on Linux x86-64.
 
 Files: `model.tflite` (signatures beam_search, greedy, nbest: int32 ids in, ids and scores
 out), `sentencepiece.model`, `decoding.json` (beam_size {beam_size}, alpha {alpha},
@@ -100,7 +101,6 @@ def signature_functions(translator, n_best):
   """
   from tensorflow.python.framework import convert_to_constants  # pylint: disable=import-outside-toplevel
   from t2t_repro.decoding import translator as translator_lib  # pylint: disable=import-outside-toplevel
-  import dataclasses  # pylint: disable=import-outside-toplevel
   config = dataclasses.replace(translator.config, n_best=1)
   configs = {"beam_search": config, "greedy": dataclasses.replace(config, beam_size=1),
              "nbest": dataclasses.replace(config, beam_size=max(config.beam_size, n_best),
@@ -134,9 +134,7 @@ def convert(functions, quantization=None):
   Raises:
     ValueError: an unknown quantization, or the model needs ops outside TFLite's builtins.
   """
-  if quantization not in (None, "none") and quantization not in LITERT_QUANTIZATIONS:
-    raise ValueError(f"unknown quantization {quantization!r}; one of "
-                     f"{', '.join(LITERT_QUANTIZATIONS)}")
+  _check_quantization(quantization)
   holder = tf.Module()
   with tempfile.TemporaryDirectory() as folder:  # the converter reads signatures from a SavedModel
     tf.saved_model.save(holder, folder, signatures=functions,
@@ -154,6 +152,13 @@ def convert(functions, quantization=None):
   if extra:
     raise ValueError(f"the LiteRT model needs ops outside TFLite's builtins: {', '.join(extra)}")
   return data
+
+
+def _check_quantization(quantization):
+  """Raises ValueError unless `quantization` is None or one of `LITERT_QUANTIZATIONS`."""
+  if quantization is not None and quantization not in LITERT_QUANTIZATIONS:
+    raise ValueError(f"unknown quantization {quantization!r}; one of "
+                     f"{', '.join(LITERT_QUANTIZATIONS)}")
 
 
 def custom_ops(data):
@@ -203,9 +208,7 @@ def export_litert(model_dir, output_dir, checkpoint_path=None, quantization=None
     ValueError: unknown quantization, or ops outside TFLite's builtins (`convert`).
     the errors of `decoding.loading.load_for_inference`.
   """
-  if quantization not in (None, "none") and quantization not in LITERT_QUANTIZATIONS:
-    raise ValueError(f"unknown quantization {quantization!r}; one of "
-                     f"{', '.join(LITERT_QUANTIZATIONS)}")
+  _check_quantization(quantization)
   check_export_dir(output_dir, overwrite)
   from t2t_repro.config import decode as decode_config  # pylint: disable=import-outside-toplevel
   from t2t_repro.decoding import translator as translator_lib  # pylint: disable=import-outside-toplevel
@@ -217,14 +220,15 @@ def export_litert(model_dir, output_dir, checkpoint_path=None, quantization=None
                                                decode_batch_tokens=decode_batch_tokens)
   translator = translator_lib.Translator(model, tokenizer, config)
   n_best = n_best or config.beam_size
-  logging.info("export: tracing and converting to LiteRT (weights %s)", quantization or "float32")
+  logging.info("export: tracing and converting to LiteRT (weights %s)", quantization or "none")
   data = convert(signature_functions(translator, n_best), quantization)
   decoding = {"beam_size": config.beam_size, "alpha": config.alpha,
               "decode_extra_length": config.decode_extra_length, "n_best": n_best,
               "max_input_length": translator.max_input_length(),
               "decode_batch_tokens": config.decode_batch_tokens, "eos_id": EOS_ID}
+  named = quantization if quantization not in (None, "none") else "none (float32)"
   readme = _README.format(model_dir=os.path.abspath(model_dir), out=os.path.abspath(output_dir),
-                          quantization=quantization or "none (float32)",
+                          quantization=named,
                           beam_size=config.beam_size, alpha=config.alpha,
                           extra=config.decode_extra_length)
 
