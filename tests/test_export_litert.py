@@ -110,14 +110,18 @@ def test_the_checks_of_the_other_exports(trained_run, litert_export):
              _export("--format=tflite", "--quantization=int8", f"--model_dir={trained_run.model_dir}",
                      f"--export_dir={folder.parent / '2'}"),
              _export("--quantization=dynamic_range", f"--model_dir={trained_run.model_dir}",
-                     f"--export_dir={folder.parent / '2'}")]
-  assert [r.returncode for r in refused] == [2, 2, 2]
+                     f"--export_dir={folder.parent / '2'}"),
+             _export("--format=tflite", "--inference_dtype=bfloat16",
+                     f"--model_dir={trained_run.model_dir}", f"--export_dir={folder.parent / '2'}")]
+  assert [r.returncode for r in refused] == [2, 2, 2, 2]
   assert [r.stderr.strip().splitlines() for r in refused] == [
       [f"export: error: --export_dir={folder} is not empty; give --overwrite to replace it, or "
        "a new folder"],
       ["export: error: --quantization=int8 is not a weight type of --format=tflite (one of none, "
        "float16, dynamic_range)"],
       ["export: error: --quantization=dynamic_range is not a weight type of "
-       "--format=saved_model; it needs --format=ctranslate2 or --format=tflite"]]
+       "--format=saved_model; it needs --format=ctranslate2 or --format=tflite"],
+      ["export: error: --inference_dtype is the SavedModel's; --format=tflite takes --quantization "
+       "(none, float16, dynamic_range)"]]
   assert {name: (folder / name).stat().st_mtime_ns for name in os.listdir(folder)} == before
   assert sorted(os.listdir(folder.parent)) == ["1"]

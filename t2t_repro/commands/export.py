@@ -34,7 +34,8 @@ def define_flags():
       none_defaults=True,
       help_overrides={"decode_batch_tokens": "SavedModel: source tokens (padding included) per chunk "
                                       "the serving graph decodes at once (default: 4096); "
-                                      "t2t-serve replaces it with its --max_batch_tokens.",
+                                      "t2t-serve replaces it with its --max_batch_tokens. "
+                                      "tflite: the same budget of its translator (decoding.json).",
                       "n_best": "Hypotheses per sentence of the translate_nbest signature "
                                 "(default: the beam size)."})
   flags.DEFINE_bool("overwrite", False, "Replace a non-empty --export_dir (the export is built "
@@ -59,6 +60,9 @@ def main(argv):
         f"--quantization={FLAGS.quantization} is not a weight type of --format={FLAGS.format}"
         + (f" (one of {', '.join(allowed)})" if allowed else
            "; it needs --format=ctranslate2 or --format=tflite"))
+  if FLAGS.format == "tflite" and FLAGS.inference_dtype != "float32":
+    raise errors.UsageError("--inference_dtype is the SavedModel's; --format=tflite takes "
+                            "--quantization (none, float16, dynamic_range)")
   started = time.monotonic()
   if FLAGS.format == "tflite":
     _export_litert(started)
