@@ -29,8 +29,8 @@ FLAGS = flags.FLAGS
 
 def define_flags():
   flags.DEFINE_string("model_base_path", None, "Folder of numbered versions (<path>/1/"
-                      "saved_model.pb or model.bin, ...; python -m t2t_repro.export); the "
-                      "highest is served.")
+                      "saved_model.pb, model.bin or model.tflite, ...; python -m "
+                      "t2t_repro.export); the highest is served.")
   flags.DEFINE_string("model_name", "default", "Model name of the URLs: /v1/models/<name>.")
   flags.DEFINE_string("model_config_file", None, "Several models instead of --model_base_path: "
                       "a TensorFlow Serving ModelServerConfig text proto (model_config_list "
