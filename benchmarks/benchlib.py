@@ -24,11 +24,12 @@ PEER_MODULES = {
     "model_garden": (("official", "tf_keras"), "bash benchmarks/install_peers.sh"),
     "torch": (("torch",), "bash benchmarks/install_peers.sh"),
     "ctranslate2": (("ctranslate2",), 'pip install -e ".[ctranslate2]"'),
+    "litert": (("ai_edge_litert",), 'pip install -e ".[litert]"'),
 }
 
 
 def missing_peer(peer):
-  """None when `peer` ("model_garden", "torch", "ctranslate2") can be imported, else the one
+  """None when `peer` ("model_garden", "torch", "ctranslate2", "litert") can be imported, else the one
   line that says it is skipped and how to install it."""
   modules, install = PEER_MODULES[peer]
   absent = [m for m in modules if importlib.util.find_spec(m) is None]

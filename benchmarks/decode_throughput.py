@@ -35,6 +35,13 @@ Against Model Garden's beam search (same shapes, equal work):
                       end id, hence the same number of steps
   Their output tokens are all decoded positions (sentences x steps).
 
+LiteRT (`python -m t2t_repro.export --format=tflite`, written once per run; `engines.py`):
+
+  litert_float32 / litert_float16 / litert_dynamic_range
+                      the export's beam_search signature (the search inside the model) with
+                      `LiteRtTranslator.search`, one interpreter per decoding thread on
+                      --threads' intra-op threads, ids in, ids out.
+
 Against CTranslate2 on the same weights (`python -m t2t_repro.export
 --format=ctranslate2`, written once per run to a temporary folder):
 
@@ -95,12 +102,14 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # pylint: disable=wrong-import-position
+import engines  # pylint: disable=wrong-import-position
 import peer_models  # pylint: disable=wrong-import-position
 
 DEFAULT_INPUT = "../shared/data/wmt14/newstest2014-full.en-de.en"
 MODES = ("cached", "cached_bfloat16", "uncached", "savedmodel", "ours_fixed", "ours_bfloat16_fixed",
          "model_garden_fixed",
-         "ctranslate2_float32", "ctranslate2_int8", "ctranslate2_float32_fixed")
+         "ctranslate2_float32", "ctranslate2_int8", "ctranslate2_float32_fixed",
+         *engines.LITERT_QUANTIZATION)
 FIXED_MODES = tuple(m for m in MODES if m.endswith("_fixed"))
 CT2_QUANTIZATION = {"ctranslate2_float32": None, "ctranslate2_int8": "int8",
                     "ctranslate2_float32_fixed": None}
@@ -164,35 +173,6 @@ def _timed_pass(decode, batches, count_all=False, workers=1):
   return time.perf_counter() - start, tokens, outputs
 
 
-def _pieces(tokenizer, vocab_size):
-  """The vocabulary's pieces in id order, padded with filler pieces to vocab_size."""
-  import sentencepiece as spm  # pylint: disable=import-outside-toplevel
-  sp = spm.SentencePieceProcessor(model_proto=tokenizer.model_proto)
-  pieces = [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
-  return pieces + [f"<filler_{i}>" for i in range(len(pieces), vocab_size)]
-
-
-def _ctranslate2_decoder(ct2_dir, pieces, beam, alpha, extra, threads, fixed=False):
-  """ids [b, S] -> list of output id lists, with CTranslate2: EOS appended, or with
-  `fixed` every hypothesis forced to the batch's budget (all its positions counted).
-  `threads`: a --threads entry (`parse_threads`): CTranslate2's inter_threads and
-  intra_threads."""
-  import ctranslate2  # pylint: disable=import-outside-toplevel
-  ids = {p: i for i, p in enumerate(pieces)}
-  inter, intra = parse_threads(threads)
-  translator = ctranslate2.Translator(ct2_dir, device="cpu", inter_threads=inter,
-                                      intra_threads=intra)
-
-  def decode(inputs):
-    sources = [[pieces[int(t)] for t in row if t > 1] for row in inputs]
-    budget = max(len(x) for x in sources) + 1 + extra
-    results = translator.translate_batch(
-        sources, beam_size=beam, length_penalty=alpha, num_hypotheses=1,
-        max_decoding_length=budget, min_decoding_length=budget if fixed else 0)
-    return [[ids[p] for p in r.hypotheses[0]] + ([] if fixed else [1]) for r in results]
-  return decode
-
-
 def load_model(model_dir, random_hparams="", bfloat16=False):
   """(model, hparams, tokenizer): model_dir's, or `random_hparams`' model with random
   weights (`keras.utils.set_random_seed(1)`: the same in every process) and model_dir's
@@ -252,9 +232,11 @@ def _run_child(mode, args):
         model, x, beam_size=beam, alpha=hp.alpha, n_best=1, eos_id=never_eos,
         max_decode_length=np.full([len(x)], (x > 0).sum(1).max() + extra, np.int32))[0][:, 0]
   elif mode in CT2_QUANTIZATION:
-    decode = _ctranslate2_decoder(os.path.join(args.export_dir, mode),
-                                  _pieces(tokenizer, hp.vocab_size), beam, hp.alpha, extra,
-                                  args.threads, fixed=mode in FIXED_MODES)
+    decode = engines.ctranslate2_decoder(os.path.join(args.export_dir, mode),
+                                         engines.pieces(tokenizer, hp.vocab_size), beam, hp.alpha,
+                                         extra, workers, intra, fixed=mode in FIXED_MODES)
+  elif mode in engines.LITERT_QUANTIZATION:
+    decode = engines.litert_decoder(os.path.join(args.export_dir, mode), intra)
   elif mode == "model_garden_fixed":
     config = dict(num_layers=hp.num_layers, d_model=hp.d_model, d_ff=hp.d_ff,
                   num_heads=hp.num_heads, vocab_size=hp.vocab_size)
@@ -302,11 +284,13 @@ def _export(mode, args):
   output_dir = os.path.join(args.export_dir, mode)
   if args.random_hparams:
     model, hp, tokenizer = _load(mode, args)
-    ct2_export.save_spec(ct2_export.build_spec(model, _pieces(tokenizer, hp.vocab_size)),
+    ct2_export.save_spec(ct2_export.build_spec(model, engines.pieces(tokenizer, hp.vocab_size)),
                          output_dir, CT2_QUANTIZATION[mode])
   elif mode in CT2_QUANTIZATION:
     ct2_export.export_ctranslate2(args.model_dir, output_dir,
                                   quantization=CT2_QUANTIZATION[mode], overwrite=True)
+  elif mode in engines.LITERT_QUANTIZATION:
+    engines.export_litert(args, output_dir, mode)
   else:
     export_model(args.model_dir, output_dir, overwrite=True, beam_size=args.beam_size or None)
   return {"mode": "export", "export_s": time.perf_counter() - start}
@@ -459,7 +443,8 @@ def main(argv=None):
                    f"{pieces} pieces of {args.model_dir}/vocab.model, which encodes the sources")
   modes = [m for m in args.modes.split(",") if m != "uncached" or args.uncached_lines]
   for peer, needs in (("model_garden", ("model_garden_fixed",)),
-                      ("ctranslate2", tuple(CT2_QUANTIZATION))):
+                      ("ctranslate2", tuple(CT2_QUANTIZATION)),
+                      ("litert", tuple(engines.LITERT_QUANTIZATION))):
     skipped = benchlib.missing_peer(peer) if set(modes) & set(needs) else None
     if skipped:
       print(skipped, flush=True)
@@ -471,7 +456,7 @@ def main(argv=None):
   results = []
   with tempfile.TemporaryDirectory(prefix="t2t_export_") as export_dir:
     for mode in modes:
-      if mode == "savedmodel" or mode in CT2_QUANTIZATION:
+      if mode in ("savedmodel", *CT2_QUANTIZATION, *engines.LITERT_QUANTIZATION):
         exp = run_isolated(mode, args, export_dir, args.onednn, export=True)
         print(f"export for {mode}: {exp['export_s']:.1f} s", flush=True)
     for round_ in range(1, args.rounds + 1):

@@ -165,6 +165,21 @@ def exported_model(trained_run, tmp_path_factory):
   return work / "base"
 
 
+@pytest.fixture(scope="session")
+def litert_export(trained_run, tmp_path_factory):
+  """A model base path whose version 1 is `trained_run`'s model exported by
+  `python -m t2t_repro.export --format=tflite` (float32). Exported once per session."""
+  with _built_once(tmp_path_factory, "litert") as (work, done):
+    if not done:
+      result = subprocess.run(
+          [sys.executable, "-m", "t2t_repro.export", "--format=tflite", "--n_best=3",
+           f"--model_dir={trained_run.model_dir}", f"--export_dir={work / 'base' / '1'}"],
+          capture_output=True, text=True, timeout=900, check=False)
+      assert result.returncode == 0, result.stderr[-3000:]
+      (work / "done.json").write_text("{}", encoding="utf-8")
+  return work / "base"
+
+
 _EXIT_STATUS = []
 
 

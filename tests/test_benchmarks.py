@@ -67,14 +67,16 @@ def test_summarize_medians_and_aggregates():
 
 def test_decode_throughput(trained_run, multi30k_slice, tmp_path):
   """Section 4's modes (cached, uncached, SavedModel), Model Garden's equal-work mode and
-  section 0's small-batch comparison with CTranslate2, in one run on unsorted rows (sorted
+  section 0's small-batch comparison with CTranslate2 and LiteRT float32 (float16 and
+  dynamic_range are the same path with another export), in one run on unsorted rows (sorted
   batches: test_beam_search_before_after; int8 is the same path with another export:
   test_ctranslate2_bleu), two batches at a time (--threads=2x1, translate's
   --num_batch_threads=2)."""
   json_out = tmp_path / "results.json"
   out = run_script("decode_throughput.py", f"--model_dir={trained_run.model_dir}",
                    f"--input_file={multi30k_slice / 'dev.en'}", "--lines=6", "--uncached_lines=2",
-                   "--modes=cached,uncached,savedmodel,model_garden_fixed,ctranslate2_float32",
+                   "--modes=cached,uncached,savedmodel,model_garden_fixed,ctranslate2_float32,"
+                   "litert_float32",
                    "--batchings=unsorted", "--unsorted_rows=4", "--rounds=1", "--threads=2x1",
                    f"--json_out={json_out}")
   skip_lines_match(out, ["model_garden"])
@@ -84,8 +86,9 @@ def test_decode_throughput(trained_run, multi30k_slice, tmp_path):
   rows = [line for line in out.splitlines() if line.startswith("| 1 | unsorted | 2x1 |")]
   assert [row.split("|")[4].strip() for row in rows] == [
       "cached", "cached (uncached's subset)", "uncached", "savedmodel", *garden,
-      "ctranslate2_float32"]
+      "ctranslate2_float32", "litert_float32"]
   assert rows[3].rstrip(" |").endswith("6/6")  # the SavedModel's outputs equal the decoder's
+  assert rows[-1].rstrip(" |").endswith("6/6")  # and LiteRT's
   assert re.search(r"cached / uncached on the same 2 lines: [\d.]+x", out)
   assert table_header(out, "batching") == [
       "batching", "threads", "mode", "runs", "tokens/s", "tokens/CPU-s", "CPU/wall", "load",
@@ -95,7 +98,8 @@ def test_decode_throughput(trained_run, multi30k_slice, tmp_path):
   results = json.loads(json_out.read_text(encoding="utf-8"))
   assert [(r["mode"], r["batching"], r["threads"], r["lines"]) for r in results] == [
       (m, "unsorted", "2x1", 2 if m == "uncached" else 6)
-      for m in ("cached", "uncached", "savedmodel", *garden, "ctranslate2_float32")]
+      for m in ("cached", "uncached", "savedmodel", *garden, "ctranslate2_float32",
+                "litert_float32")]
   assert all(r["output_tokens"] > 0 and r["tokens_per_cpu_s"] > 0 for r in results)
 
 

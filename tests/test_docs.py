@@ -218,7 +218,7 @@ def test_no_account_of_how_the_work_went():
 
 
 @pytest.mark.parametrize("name", ["multi30k", "wmt14_ende", "table3", "parsing", "library",
-                                  "serving"])
+                                  "serving", "litert"])
 def test_every_example_has_numbered_commands_and_an_expected_result_table(name):
   text = _read(f"examples/{name}/README.md")
   assert re.search(r"^1\. ", text, re.M) and re.search(r"^2\. ", text, re.M)

@@ -19,7 +19,7 @@ from tensorflow_serving.apis import prediction_service_pb2_grpc
 
 from serve_util import running, start_server
 from t2t_repro import errors
-from t2t_repro.serving import batcher, servable as servable_lib, versions
+from t2t_repro.serving import batcher, servable as servable_lib, version_folder, versions
 
 ctranslate2 = pytest.importorskip("ctranslate2")
 spm = pytest.importorskip("sentencepiece")
@@ -42,7 +42,7 @@ def ct2_base(trained_run, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def ct2(ct2_base):
-  return servable_lib.load_warm("tr", 1, str(ct2_base / "1"))
+  return version_folder.load_warm("tr", 1, str(ct2_base / "1"))
 
 
 def _direct(path, lines, **options):
@@ -195,17 +195,17 @@ def test_bad_requests_get_the_savedmodels_4xx(ct2, exported_model):
 
 def test_the_folder_or_model_platform_picks_the_servable(ct2_base, exported_model, tmp_path):
   assert list(versions.scan(str(ct2_base))) == [1]  # a folder holding model.bin
-  two = servable_lib.load_warm("tr", 1, str(ct2_base / "1"),
+  two = version_folder.load_warm("tr", 1, str(ct2_base / "1"),
                                batcher.BatchingOptions(num_batch_threads=2))
   assert type(two).__name__ == "Ct2Servable"
   assert two._translator.num_translators == 2  # pylint: disable=protected-access  # a batch each
   (tmp_path / "model.bin").write_bytes(b"")  # no decoding.json, no model
   with pytest.raises(errors.DataError, match="not a loadable CTranslate2 export"):
-    servable_lib.load_warm("tr", 2, str(tmp_path))
+    version_folder.load_warm("tr", 2, str(tmp_path))
   with pytest.raises(errors.DataError, match="model_platform tensorflow wants saved_model.pb"):
-    servable_lib.load_warm("tr", 1, str(ct2_base / "1"), model_platform="tensorflow")
+    version_folder.load_warm("tr", 1, str(ct2_base / "1"), model_platform="tensorflow")
   with pytest.raises(errors.DataError, match="model_platform ctranslate2 wants model.bin"):
-    servable_lib.load_warm("tr", 1, str(exported_model / "1"), model_platform="ctranslate2")
+    version_folder.load_warm("tr", 1, str(exported_model / "1"), model_platform="ctranslate2")
   config = tmp_path / "models.config"
   config.write_text(f'model_config_list {{ config {{ name: "a" base_path: "{ct2_base}" '
                     f'model_platform: "ctranslate2" }} config {{ name: "b" base_path: '
@@ -235,7 +235,7 @@ def test_the_servers_token_budget_is_the_savedmodels_chunk_budget(exported_model
   """The server sets the SavedModel's `decode_batch_tokens` to its max_batch_tokens; the
   outputs do not depend on the chunking (one chunk per sentence at a budget of 1)."""
   path = str(exported_model / "1")
-  loaded = servable_lib.load_warm("tr", 1, path, batcher.BatchingOptions(max_batch_tokens=1))
+  loaded = version_folder.load_warm("tr", 1, path, batcher.BatchingOptions(max_batch_tokens=1))
   assert loaded._loaded.decode_batch_tokens.numpy() == 1  # pylint: disable=protected-access
   kept = servable_lib.Servable("tr", 1, path)
   assert kept._loaded.decode_batch_tokens.numpy() == 4096  # pylint: disable=protected-access

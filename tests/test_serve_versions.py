@@ -19,7 +19,7 @@ import pytest
 from serve_util import metric, running
 from t2t_repro.serving import service as service_lib
 from t2t_repro.serving import servable as servable_lib
-from t2t_repro.serving import versions
+from t2t_repro.serving import version_folder, versions
 from t2t_repro.config.serving import BatchingOptions
 
 _LINE = "A man in a blue shirt is riding a bike."
@@ -38,7 +38,7 @@ def early_export(trained_run, tmp_path_factory):
 
 
 def _load(version, path):
-  return servable_lib.load_warm("tr", version, path)
+  return version_folder.load_warm("tr", version, path)
 
 
 def _translation(path):

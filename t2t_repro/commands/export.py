@@ -1,10 +1,12 @@
-"""Exports a model dir as a SavedModel that translates raw text, or as a CTranslate2 model.
+"""Exports a model dir as a SavedModel that translates raw text, a CTranslate2 model or a
+LiteRT model.
 
 `python -m t2t_repro.export --model_dir=DIR --export_dir=OUT/1`
 `python -m t2t_repro.export --format=ctranslate2 [--quantization=int8] --model_dir=DIR --export_dir=OUT`
+`python -m t2t_repro.export --format=tflite [--quantization=dynamic_range] --model_dir=DIR --export_dir=OUT`
 
 The SavedModel and its signatures: `t2t_repro.serving.saved_model`; the CTranslate2
-conversion: `t2t_repro.serving.ctranslate2`.
+conversion: `t2t_repro.serving.ctranslate2`; the LiteRT export: `t2t_repro.serving.litert`.
 """
 
 import os
@@ -15,7 +17,7 @@ from absl import flags
 from t2t_repro import errors, logs
 from t2t_repro.commands import config_flags, shared_flags
 from t2t_repro.config import decode as decode_config
-from t2t_repro.serving import QUANTIZATIONS
+from t2t_repro.serving import LITERT_QUANTIZATIONS, QUANTIZATIONS
 
 FLAGS = flags.FLAGS
 
@@ -32,26 +34,39 @@ def define_flags():
       none_defaults=True,
       help_overrides={"decode_batch_tokens": "SavedModel: source tokens (padding included) per chunk "
                                       "the serving graph decodes at once (default: 4096); "
-                                      "t2t-serve replaces it with its --max_batch_tokens.",
+                                      "t2t-serve replaces it with its --max_batch_tokens. "
+                                      "tflite: the same budget of its translator (decoding.json).",
                       "n_best": "Hypotheses per sentence of the translate_nbest signature "
                                 "(default: the beam size)."})
   flags.DEFINE_bool("overwrite", False, "Replace a non-empty --export_dir (the export is built "
                     "in a staging folder beside it and renamed into place).")
   shared_flags.define_inference_dtype()
-  flags.DEFINE_enum("format", "saved_model", ["saved_model", "ctranslate2"],
+  flags.DEFINE_enum("format", "saved_model", ["saved_model", "ctranslate2", "tflite"],
                     "saved_model: a TensorFlow SavedModel that translates text; ctranslate2: a "
-                    "CTranslate2 model directory (needs the ctranslate2 extra).")
-  flags.DEFINE_enum("quantization", None, list(QUANTIZATIONS),
-                    "--format=ctranslate2 only: weight type of the CTranslate2 model "
-                    "(default: float32).")
+                    "CTranslate2 model directory (needs the ctranslate2 extra); tflite: a LiteRT "
+                    "model that translates without TensorFlow (needs the litert extra).")
+  flags.DEFINE_enum("quantization", None, list(dict.fromkeys(QUANTIZATIONS + LITERT_QUANTIZATIONS)),
+                    "Weight type (default: float32). --format=ctranslate2: "
+                    f"{', '.join(QUANTIZATIONS)}; --format=tflite: {', '.join(LITERT_QUANTIZATIONS)} "
+                    "(dynamic_range: int8 weights).")
 
 
 def main(argv):
   if len(argv) > 1:
     raise errors.UsageError(f"unexpected arguments: {argv[1:]}")
-  if FLAGS.quantization and FLAGS.format != "ctranslate2":
-    raise errors.UsageError("--quantization needs --format=ctranslate2")
+  allowed = {"ctranslate2": QUANTIZATIONS, "tflite": LITERT_QUANTIZATIONS}.get(FLAGS.format, ())
+  if FLAGS.quantization and FLAGS.quantization not in allowed:
+    raise errors.UsageError(
+        f"--quantization={FLAGS.quantization} is not a weight type of --format={FLAGS.format}"
+        + (f" (one of {', '.join(allowed)})" if allowed else
+           "; it needs --format=ctranslate2 or --format=tflite"))
+  if FLAGS.format == "tflite" and FLAGS.inference_dtype != "float32":
+    raise errors.UsageError("--inference_dtype is the SavedModel's; --format=tflite takes "
+                            "--quantization (none, float16, dynamic_range)")
   started = time.monotonic()
+  if FLAGS.format == "tflite":
+    _export_litert(started)
+    return
   if FLAGS.format == "ctranslate2":
     from t2t_repro.serving import ctranslate2  # pylint: disable=import-outside-toplevel
     try:
@@ -74,3 +89,21 @@ def main(argv):
                       n_best=FLAGS.n_best)
   print(f"SavedModel written to {os.path.abspath(path)} in {logs.hms(time.monotonic() - started)} "
         f"(signatures: {', '.join(saved_model.SIGNATURES)})")
+
+
+def _export_litert(started):
+  """`--format=tflite`: `serving.litert.export_litert` (the checks and errors of the others)."""
+  from t2t_repro.serving import litert  # pylint: disable=import-outside-toplevel
+  from t2t_repro.serving.litert_translator import require_litert  # pylint: disable=import-outside-toplevel
+  try:
+    require_litert()
+  except ImportError as e:
+    raise errors.UsageError(f"--format=tflite: {e}") from None
+  path = litert.export_litert(
+      FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint_path, quantization=FLAGS.quantization,
+      overwrite=FLAGS.overwrite, beam_size=FLAGS.beam_size, alpha=FLAGS.alpha,
+      decode_extra_length=FLAGS.decode_extra_length, n_best=FLAGS.n_best,
+      decode_batch_tokens=FLAGS.decode_batch_tokens)
+  print(f"LiteRT model written to {os.path.abspath(path)} in "
+        f"{logs.hms(time.monotonic() - started)} (signatures: {', '.join(litert.SIGNATURES)}; "
+        "see README.md there)")

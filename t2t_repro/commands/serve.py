@@ -29,8 +29,8 @@ FLAGS = flags.FLAGS
 
 def define_flags():
   flags.DEFINE_string("model_base_path", None, "Folder of numbered versions (<path>/1/"
-                      "saved_model.pb or model.bin, ...; python -m t2t_repro.export); the "
-                      "highest is served.")
+                      "saved_model.pb, model.bin or model.tflite, ...; python -m "
+                      "t2t_repro.export); the highest is served.")
   flags.DEFINE_string("model_name", "default", "Model name of the URLs: /v1/models/<name>.")
   flags.DEFINE_string("model_config_file", None, "Several models instead of --model_base_path: "
                       "a TensorFlow Serving ModelServerConfig text proto (model_config_list "
@@ -52,7 +52,7 @@ def main(argv):
   except ImportError as e:
     raise errors.UsageError(f"the server needs the serve extra: pip install 't2t_repro[serve]' "
                             f"({e})") from None
-  from t2t_repro.serving import servable, versions  # pylint: disable=import-outside-toplevel
+  from t2t_repro.serving import servable, version_folder, versions  # pylint: disable=import-outside-toplevel
   config = ServerConfig(**config_flags.values(ServerConfig))
   options = BatchingOptions(**config_flags.values(BatchingOptions))
   models = ([(FLAGS.model_name, FLAGS.model_base_path, "")] if FLAGS.model_base_path else
@@ -64,8 +64,9 @@ def main(argv):
     _listen(config.rest_api_host, config.port, "port").close()  # free now: grpcio binds it
   servable.configure_threads(options)
   served = [versions.ModelVersions(
-      name, servable.load_warm(name, version, path, options, platform), base_path,
-      lambda v, p, name=name, platform=platform: servable.load_warm(name, v, p, options, platform))
+      name, version_folder.load_warm(name, version, path, options, platform), base_path,
+      lambda v, p, name=name, platform=platform: version_folder.load_warm(name, v, p, options,
+                                                                          platform))
             for name, base_path, platform, version, path in found]
   host, port = listener.getsockname()[:2]
 

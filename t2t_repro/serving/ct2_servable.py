@@ -101,20 +101,8 @@ class Ct2Servable(servable_lib.Servable):
         for key, (inputs, outputs) in SIGNATURES.items()}
 
   def signature_defs(self):
-    """{name: tensorflow.SignatureDef} describing `SIGNATURES` (dims -1: any size)."""
-    from tensorflow.core.protobuf import meta_graph_pb2  # pylint: disable=import-outside-toplevel
-    defs = {}
-    for key, (inputs, outputs) in SIGNATURES.items():
-      signature = meta_graph_pb2.SignatureDef(method_name="tensorflow/serving/predict")
-      for field, tensors in ((signature.inputs, inputs), (signature.outputs, outputs)):
-        for tensor, (dtype, rank) in tensors.items():
-          info = field[tensor]
-          info.name = f"{key}_{tensor}:0"
-          info.dtype = self._tf.as_dtype(dtype).as_datatype_enum
-          for _ in range(rank):
-            info.tensor_shape.dim.add(size=-1)
-      defs[key] = signature
-    return defs
+    """{name: tensorflow.SignatureDef} describing `SIGNATURES` (`signature_defs`)."""
+    return signature_defs(SIGNATURES)
 
   def run(self, signature_name, columns):
     """Calls a signature on a batch (in a decoding thread): {output: numpy array [rows, ...]}
@@ -183,3 +171,22 @@ class Ct2Servable(servable_lib.Servable):
                                            **self._budget)
     return {"scores": np.array([sum(r.log_probs) for r in results], np.float32),
             "lengths": np.array([len(r.log_probs) for r in results], np.int32)}
+
+
+def signature_defs(table):
+  """{name: tensorflow.SignatureDef} describing a table of the form of `SIGNATURES` (dims -1:
+  any size)."""
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  from tensorflow.core.protobuf import meta_graph_pb2  # pylint: disable=import-outside-toplevel
+  defs = {}
+  for key, (inputs, outputs) in table.items():
+    signature = meta_graph_pb2.SignatureDef(method_name="tensorflow/serving/predict")
+    for field, tensors in ((signature.inputs, inputs), (signature.outputs, outputs)):
+      for tensor, (dtype, rank) in tensors.items():
+        info = field[tensor]
+        info.name = f"{key}_{tensor}:0"
+        info.dtype = tf.as_dtype(dtype).as_datatype_enum
+        for _ in range(rank):
+          info.tensor_shape.dim.add(size=-1)
+    defs[key] = signature
+  return defs

@@ -1,7 +1,7 @@
-"""One exported model version as the server serves it (`Servable`, `load_warm`), the highest
+"""One exported model version as the server serves it (`Servable`), the highest
 version of a model base path at start (`latest_version`) and TensorFlow Serving's model config
 file (`read_model_config`). A CTranslate2 export is served by `ct2_servable.Ct2Servable`, a
-`Servable` with the same signatures.
+`Servable` with the same signatures; `version_folder.load_warm` picks the kind of a folder.
 
 A `Servable` loads `<model_base_path>/<version>/` (a SavedModel of `t2t_repro.serving.
 saved_model`) with `tf.saved_model.load` and calls its signatures; it checks a request's
@@ -31,7 +31,7 @@ def latest_version(model_base_path):
   """The highest version of a model base path: (version int, its folder).
 
   TensorFlow Serving's layout: `<model_base_path>/<integer version>/saved_model.pb` (or
-  model.bin: a CTranslate2 export).
+  model.bin: a CTranslate2 export; model.tflite: a LiteRT export).
 
   Raises:
     errors.DataError: no such folder, or no version folder holding a saved_model.pb.
@@ -42,8 +42,8 @@ def latest_version(model_base_path):
   if not found:
     raise errors.DataError(
         f"`model_base_path` {model_base_path}: no version folder (an integer name holding "
-        f"saved_model.pb or model.bin, e.g. {os.path.join(model_base_path, '1')} as the export command "
-        f"writes it)")
+        f"saved_model.pb, model.bin or model.tflite, e.g. {os.path.join(model_base_path, '1')} as "
+        "the export command writes it)")
   return max(found), found[max(found)][0]
 
 
@@ -104,34 +104,6 @@ def configure_threads(options):
   translator.configure_threads(options.num_batch_threads)
 
 
-def load_warm(name, version, path, options=None, model_platform=""):
-  """A servable of the version at `path` (a `Servable`, or a `ct2_servable.Ct2Servable` for
-  a folder holding model.bin), after one sentence through serving_default (the first call's
-  set-up, done before it takes requests).
-
-  Args:
-    name, version, path: as `Servable`'s.
-    options: the server's `config.BatchingOptions` (its max_batch_tokens is the model's
-      decoding budget too), or None: the export's own.
-    model_platform: "" (the folder's file says), or a key of `versions.PLATFORMS` the
-      folder must hold.
-
-  Raises:
-    errors.DataError: not a loadable export of this project, or not of `model_platform`.
-  """
-  found = versions.platform(path)
-  if model_platform and found != model_platform:
-    raise errors.DataError(f"`model_base_path` {path}: model_platform {model_platform} wants "
-                           f"{versions.PLATFORMS[model_platform]} in each version folder")
-  if found == "ctranslate2":
-    from t2t_repro.serving import ct2_servable  # pylint: disable=import-outside-toplevel
-    servable = ct2_servable.Ct2Servable(name, version, path, options)
-  else:
-    servable = Servable(name, version, path, options and options.max_batch_tokens)
-  servable.run("serving_default", {"sentences": ["Hello."]})
-  return servable
-
-
 class Signature:
   """A signature's inputs and outputs: `inputs` {name: (tf.DType, rank)}, `outputs`
   (names, sorted); `batched`: whether requests can be merged into one call (every input
@@ -173,7 +145,7 @@ class Servable:
     self.name, self.version, self.path = name, version, path
     self._tf = tf
     try:
-      with _quiet_loader():
+      with quiet_loader():
         self._loaded = tf.saved_model.load(path)
     except (OSError, ValueError, IndexError, tf.errors.OpError) as e:
       from t2t_repro.model.weights import check_readable  # pylint: disable=import-outside-toplevel
@@ -273,7 +245,7 @@ class Servable:
 
 
 @contextlib.contextmanager
-def _quiet_loader():
+def quiet_loader():
   """Silences the loader's warning per beam-search function, "Importing a function ... with
   ops with unsaved custom gradients": the export leaves them out on purpose (serving never
   differentiates)."""

@@ -27,8 +27,9 @@ from absl import logging
 
 LOADING, AVAILABLE, UNLOADING, END = "LOADING", "AVAILABLE", "UNLOADING", "END"
 # model_platform -> the file that marks a version folder of it: a SavedModel of
-# `t2t_repro.serving.saved_model`, or a CTranslate2 export (`t2t_repro.serving.ctranslate2`).
-PLATFORMS = {"tensorflow": "saved_model.pb", "ctranslate2": "model.bin"}
+# `t2t_repro.serving.saved_model`, a CTranslate2 export (`t2t_repro.serving.ctranslate2`) or a
+# LiteRT export (`t2t_repro.serving.litert`).
+PLATFORMS = {"tensorflow": "saved_model.pb", "ctranslate2": "model.bin", "litert": "model.tflite"}
 
 
 def platform(path):
