@@ -32,7 +32,8 @@ def fixture_figures(monkeypatch):
 
   def spy(fig, *args, **kwargs):
     axes = [ax for ax in fig.axes if ax.get_xticks().size]  # not the colorbar
-    saved.append((fig._suptitle.get_text(), axes[0].get_ylabel(), axes[0].get_xlabel(),  # pylint: disable=protected-access
+    title = fig._suptitle.get_text()  # pylint: disable=protected-access
+    saved.append((title, axes[0].get_ylabel(), axes[0].get_xlabel(),
                   [ax.get_title() for ax in axes]))
     return savefig(fig, *args, **kwargs)
 

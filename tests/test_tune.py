@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from events_util import read_events, scalars
 from t2t_repro import evaluation
 from t2t_repro.decoding import tuning
 from t2t_repro.config.decode import DecodeConfig
@@ -64,6 +65,10 @@ def test_tune_writes_decoding_json_and_translate_uses_it(trained_run, multi30k_s
   assert len(choice["grid"]) == 6 and "<- chosen" in tuned.stdout
   assert choice["value"] == max(r["sacrebleu"] for r in choice["grid"])
   assert "retracing" not in tuned.stderr  # six traces, one per point, each by design
+  dev = read_events(model_dir / "dev")  # the grid in TensorBoard at the checkpoint's step
+  assert {tag: scalars(dev, tag) for tag in dev if tag.startswith("tune/")} == {
+      f"tune/sacrebleu_beam{r['beam_size']}_alpha{r['alpha']:g}": {200: pytest.approx(r["value"])}
+      for r in choice["grid"]}
 
   def translate(*flags):
     result = subprocess.run(
