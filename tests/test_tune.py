@@ -107,3 +107,22 @@ def test_a_broken_decoding_json_is_one_line(trained_run, tmp_path):
   errors = [line for line in result.stderr.splitlines() if line.startswith("translate: error: ")]
   assert len(errors) == 1 and "decoding.json: not a choice of" in errors[0]
   assert sorted(os.listdir(model_dir)) == before
+
+
+def test_the_tuned_line_names_only_the_settings_a_command_uses(tmp_path, caplog):
+  from t2t_repro.config.hparams import get_hparams  # pylint: disable=import-outside-toplevel
+  from t2t_repro.decoding.loading import tuned_hparams  # pylint: disable=import-outside-toplevel
+  from t2t_repro.model_dir import ModelDir  # pylint: disable=import-outside-toplevel
+  (tmp_path / "hparams.json").write_text(get_hparams("tiny").to_json(), encoding="utf-8")
+  (tmp_path / "decoding.json").write_text(json.dumps(
+      {"beam_size": 5, "alpha": 1.4, "metric": "sacrebleu", "value": 20.5, "dev": "val"}),
+      encoding="utf-8")
+  caplog.set_level("INFO")
+  scored = tuned_hparams(ModelDir(str(tmp_path)), tuned=("alpha",))  # score: no beam
+  assert (scored.beam_size, scored.alpha) == (get_hparams("tiny").beam_size, 1.4)
+  assert caplog.messages[-1].endswith(
+      "decoding.json: tune chose alpha 1.4 (on val by sacrebleu 20.50), the default of --alpha")
+  decoded = tuned_hparams(ModelDir(str(tmp_path)))
+  assert (decoded.beam_size, decoded.alpha) == (5, 1.4)
+  assert caplog.messages[-1].endswith("tune chose beam_size 5, alpha 1.4 (on val by sacrebleu "
+                                      "20.50), the defaults of --beam_size and --alpha")
