@@ -122,9 +122,12 @@ def test_projector_vocabulary_matches_the_embedding(run):
   _, _, tokenizer = load_for_inference(str(run["dir"]))
   assert vocab[:2] == ["<pad>", "</s>"] and vocab == attention_plot.pieces(
       tokenizer, range(len(vocab)))
-  config = (run["dir"] / summaries.PROJECTOR_FILE).read_text(encoding="utf-8")
-  assert config == (f'embeddings {{\n  tensor_name: "{summaries.EMBEDDING_KEY}"\n'
-                    '  metadata_path: "vocab.tsv"\n}\n')
+  for folder in (".", "train", "dev"):  # the Projector offers each run
+    config = (run["dir"] / folder / summaries.PROJECTOR_FILE).read_text(encoding="utf-8")
+    assert config == (f'embeddings {{\n  tensor_name: "{summaries.EMBEDDING_KEY}"\n'
+                      '  metadata_path: "vocab.tsv"\n}\n')
+    assert (run["dir"] / folder / summaries.VOCAB_TSV).read_text(encoding="utf-8").splitlines() \
+        == vocab
 
 
 def test_dev_bleu_every_steps_keeps_it_for_its_steps_and_the_last():

@@ -20,8 +20,9 @@ OpenNMT-tf users know it. The one module that names the tags.
                       stopped or failed). The HParams session is the dev run itself:
                       TensorBoard 2.21 finds no metric of a session in a subfolder when the
                       session is the logdir itself ("./dev" is not "dev").
-  {model_dir}/        Projector: vocab.tsv, the pieces of the embedding rows
-                      (`projector_config.pbtxt`, the metadata OpenNMT-tf writes).
+  {model_dir}/        Projector: vocab.tsv, the pieces of the embedding rows, named by
+                      `projector_config.pbtxt` (the metadata OpenNMT-tf writes); both also in
+                      train/ and dev/.
 
 Only the chief writes. Scalars are float32; steps are optimizer updates.
 """
@@ -192,11 +193,16 @@ def _write_experiment(values):
 
 
 def write_projector(model_dir, tokenizer):
-  """`{model_dir}/vocab.tsv` (one piece per embedding row) and the Projector's config naming
-  it as the metadata of the embedding (`EMBEDDING_KEY`), each written atomically."""
+  """`vocab.tsv` (one piece per embedding row) and the Projector's config naming it as the
+  metadata of the embedding (`EMBEDDING_KEY`), in the model dir and in its train and dev runs
+  (the Projector offers every run with a checkpoint at or above it, dev first, and reads no
+  metadata outside a run's folder); each file written atomically."""
   from t2t_repro.decoding.attention_plot import pieces  # pylint: disable=import-outside-toplevel
-  folder = ModelDir(model_dir)
   labels = pieces(tokenizer, range(tokenizer.vocab_size))
-  folder.write_bytes(VOCAB_TSV, "".join(p.replace("\t", " ") + "\n" for p in labels))
-  folder.write_bytes(PROJECTOR_FILE, f'embeddings {{\n  tensor_name: "{EMBEDDING_KEY}"\n'
-                                     f'  metadata_path: "{VOCAB_TSV}"\n}}\n')
+  vocab = "".join(p.replace("\t", " ") + "\n" for p in labels)
+  config = (f'embeddings {{\n  tensor_name: "{EMBEDDING_KEY}"\n'
+            f'  metadata_path: "{VOCAB_TSV}"\n}}\n')
+  for folder in (ModelDir(model_dir), ModelDir(model_dir).subdir(model_dir_lib.TRAIN_EVENTS_DIR),
+                 ModelDir(model_dir).subdir(model_dir_lib.DEV_EVENTS_DIR)):
+    folder.write_bytes(VOCAB_TSV, vocab)
+    folder.write_bytes(PROJECTOR_FILE, config)
