@@ -80,7 +80,8 @@ class TrainConfig:
       "(0: at every dev evaluation).", min_value=0)
   attention_images: bool = _field(
       True, "At every dev evaluation, TensorBoard images of the attention weights of one dev "
-      "sentence (every head of the last layer; about a second each on a CPU).")
+      "sentence (every head of the last layer): for `tiny`, 1.4-1.8 s of CPU and about 250 KB "
+      "of events per evaluation.")
   test_bleu_lines: int = _field(
       0, "After training, translate this many lines of the test split with beam search and "
       "print sacreBLEU (-1: all, 0: off).", min_value=-1)
