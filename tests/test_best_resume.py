@@ -31,7 +31,8 @@ def _train(data, model_dir, min_improvement):
   return train_model(TrainConfig(
       hparams="tiny", problem="parallel_text", model_dir=str(model_dir), vocab_dir=str(data),
       train_steps=STEPS, eval_every_steps=EVAL_EVERY, save_checkpoints_steps=2,
-      save_checkpoints_secs=0, dev_bleu_lines=0, early_stopping=3, min_improvement=min_improvement, log_every_steps=4,
+      save_checkpoints_secs=0, dev_bleu_lines=0, dev_samples=0, early_stopping=3,
+      min_improvement=min_improvement, log_every_steps=4,
       **files))
 
 

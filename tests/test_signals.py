@@ -76,7 +76,8 @@ def _train(tmp_path, model_dir, dev_lines):
        "--hparams_override=vocab_size=60,batch_tokens=512,max_length=200",
        f"--train_src={tmp_path / 'train.txt'}", f"--train_tgt={tmp_path / 'train.txt'}",
        f"--dev_src={tmp_path / 'dev.txt'}", f"--dev_tgt={tmp_path / 'dev.txt'}",
-       f"--model_dir={model_dir}", "--dev_bleu_lines=0", "--train_steps=1000", "--eval_at_start"],
+       f"--model_dir={model_dir}", "--dev_bleu_lines=0", "--dev_samples=0", "--train_steps=1000",
+       "--eval_at_start"],
       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_ENV)
 
 

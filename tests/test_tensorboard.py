@@ -1,6 +1,6 @@
 """What a run shows in TensorBoard (`training.summaries`), read back from the event files of the
 suite's shared `trained_run` (`tiny`, 200 steps, dev evaluations at 0 and 200 with a dev BLEU
-on 20 lines, test BLEU on 20 lines): every tag, the translations table, the attention images,
+on 20 lines and 10 sample lines, test BLEU on 20 lines): every tag, the translations table, the attention images,
 the HParams row and the Projector's vocabulary."""
 
 import re
@@ -131,6 +131,7 @@ def test_projector_vocabulary_matches_the_embedding(run):
 
 
 def test_dev_bleu_every_steps_keeps_it_for_its_steps_and_the_last():
+  """The dev BLEU's schedule (`Evaluator._bleu_due`) and the names of tune's scalars."""
   def due(every, step, last=False):
     evaluator = Evaluator.__new__(Evaluator)
     evaluator.config = TrainConfig(dev_bleu_lines=100, dev_bleu_every_steps=every)

@@ -78,10 +78,13 @@ class TrainConfig:
   dev_bleu_every_steps: int = _field(
       0, "Compute the dev BLEU at the dev evaluations of every N updates and at the last one "
       "(0: at every dev evaluation).", min_value=0)
+  dev_samples: int = _field(
+      10, "At every dev evaluation, TensorBoard's table of the translations of the first N dev "
+      "lines (0: none; the dev BLEU's translations when it has them, else decoded).", min_value=0)
   attention_images: bool = _field(
-      True, "At every dev evaluation, TensorBoard images of the attention weights of one dev "
-      "sentence (every head of the last layer): for `tiny`, 1.4-1.8 s of CPU and about 250 KB "
-      "of events per evaluation.")
+      True, "At every dev evaluation, TensorBoard images of the attention weights of one of the "
+      "`dev_samples` lines (every head of the last layer): for `tiny`, 1.4-1.8 s of CPU and "
+      "about 250 KB of events per evaluation.")
   test_bleu_lines: int = _field(
       0, "After training, translate this many lines of the test split with beam search and "
       "print sacreBLEU (-1: all, 0: off).", min_value=-1)

@@ -37,12 +37,13 @@ class Evaluator:
     dev: the dev `ParallelText`.
     dev_data: its distributed dataset (pairs cut to max_length).
     tokenizer: the model's `Tokenizer`.
-    config: the `TrainConfig` (dev_bleu_lines, dev_bleu_every_steps, attention_images).
+    config: the `TrainConfig` (dev_bleu_lines, dev_bleu_every_steps, dev_samples,
+      attention_images).
     target_lang: the problem's target language.
     progress: the `logs.Progress` that prints the dev line.
 
-  The chief writes the dev scalars, the translations of the first `summaries.SAMPLE_LINES`
-  dev lines and the attention images of one of them to `{model_dir}/dev` (TensorBoard,
+  The chief writes the dev scalars, the translations of the first `dev_samples` dev lines
+  and the attention images of one of them to `{model_dir}/dev` (TensorBoard,
   `training.summaries`); `close()` closes that writer.
   """
 
@@ -83,13 +84,13 @@ class Evaluator:
     """The dev evaluation's TensorBoard summaries; decodes the sample lines that the dev
     BLEU's translations `hyps` (of the first dev lines) do not hold."""
     trainer = self.trainer
-    sources = self.dev.sources[:summaries.SAMPLE_LINES]
+    sources = self.dev.sources[:self.config.dev_samples]
     hyps = hyps[:len(sources)]
     if len(hyps) < len(sources):
       hyps += Translator(trainer.model, self.tokenizer, DecodeConfig.resolve(
           trainer.hparams)).translate(sources[len(hyps):])
     attention = None
-    if self.config.attention_images:
+    if self.config.attention_images and sources:
       line = summaries.attention_line(sources)
       _, maps = attention_plot.attention_maps(trainer.model, self.tokenizer, sources[line],
                                               target=hyps[line])

@@ -9,7 +9,7 @@ OpenNMT-tf users know it. The one module that names the tags.
   {model_dir}/dev/    At every dev evaluation: loss/loss, loss/nll, loss/perplexity (the
                       same tags as train, so train and dev share each chart), loss/best_loss
                       (the lowest so far); quality/bleu when the dev BLEU is computed; Text
-                      translations/dev, a Markdown table of the first SAMPLE_LINES dev lines
+                      translations/dev, a Markdown table of the first `dev_samples` dev lines
                       (source, reference, translation); Images attention/encoder_self,
                       attention/decoder_self, attention/encoder_decoder: every head of the last
                       layer for one fixed dev sentence (`attention_plot.attention_pngs`).
@@ -36,7 +36,6 @@ import tensorflow as tf
 from t2t_repro import model_dir as model_dir_lib
 from t2t_repro.model_dir import ModelDir
 
-SAMPLE_LINES = 10  # dev lines of the translations table
 ATTENTION_MAX_WORDS = 20  # the attention sentence: the first sample line of at most this many words
 # The checkpoint key of the shared embedding matrix [vocab_size, d_model] (the Projector's tensor).
 EMBEDDING_KEY = "model/embedding/embeddings/.ATTRIBUTES/VARIABLE_VALUE"
@@ -75,16 +74,18 @@ def _loss_scalars(loss, nll):
 
 def write_dev(summary_writer, stats, best_loss, samples, attention):
   """One dev evaluation: its scalars (stats of `Evaluator`, "step" among them), the best loss
-  so far, the translations table of `samples` [(source, reference, translation)] and the
+  so far, the translations table of `samples` [(source, reference, translation)] (none when
+  empty) and the
   attention images `attention` ({kind: PNG bytes}, or None)."""
   with summary_writer.as_default(step=stats["step"]):
     _loss_scalars(stats["loss"], stats["nll"])
     tf.summary.scalar("loss/best_loss", best_loss)
     if "bleu" in stats:
       tf.summary.scalar("quality/bleu", stats["bleu"])
-    rows = ["| source | reference | translation |", "|---|---|---|"]
-    rows += ["| " + " | ".join(t.replace("|", "\\|") for t in row) + " |" for row in samples]
-    tf.summary.text("translations/dev", "\n".join(rows))
+    if samples:
+      rows = ["| source | reference | translation |", "|---|---|---|"]
+      rows += ["| " + " | ".join(t.replace("|", "\\|") for t in row) + " |" for row in samples]
+      tf.summary.text("translations/dev", "\n".join(rows))
     for kind, png in (attention or {}).items():
       tf.summary.image(f"attention/{kind}", tf.io.decode_png(png, channels=3)[tf.newaxis])
   summary_writer.flush()
