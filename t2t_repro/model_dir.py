@@ -7,6 +7,8 @@
     {path}/checkpoint, ckpt-N.index, ckpt-N.data-*   TensorFlow checkpoints (CheckpointManager)
     {parent}/.{name}.lock      the lock its one writer holds (`writer_lock`), beside it
     {path}/train/, dev/        TensorBoard events of training and of dev evaluation
+    {path}/vocab.tsv, projector_config.pbtxt  the Projector's metadata, also in train/ and dev/
+                                              (`training.summaries`)
     {path}/early_stopping.json the patience counter (`training.best`)
     {path}/best/, averaged/, ema/                     complete model dirs of their own
                                                       (`BEST_DIR`, `AVERAGED_DIR`, `EMA_DIR`)
