@@ -20,7 +20,7 @@ _DESIGN = os.path.join(_REPO, "docs", "DESIGN.md")
 _PATH_RE = re.compile(r"\b(?:t2t_repro|tools|configs|docs|tests|benchmarks)/[\w/.*-]*")
 _DOTTED_RE = re.compile(r"^([A-Za-z_]\w*)\.([A-Za-z_]\w*)")
 _IDENTIFIER_RE = re.compile(r"^[A-Za-z_]\w*$")
-_FILE_SUFFIXES = ("json", "model", "py", "md", "txt")  # `hparams.json` is a file, not a symbol
+_FILE_SUFFIXES = ("json", "model", "py", "md", "txt", "tsv", "pbtxt")  # `hparams.json` is a file, not a symbol
 
 
 def _text():

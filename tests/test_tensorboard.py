@@ -1,7 +1,7 @@
 """What a run shows in TensorBoard (`training.summaries`), read back from the event files of the
 suite's shared `trained_run` (`tiny`, 200 steps, dev evaluations at 0 and 200 with a dev BLEU
-on 20 lines and 10 sample lines, test BLEU on 20 lines): every tag, the translations table, the attention images,
-the HParams row and the Projector's vocabulary."""
+on 20 lines and 10 sample lines, test BLEU on 20 lines): every tag, the translations table,
+the attention images, the HParams row and the Projector's vocabulary."""
 
 import re
 
@@ -11,6 +11,7 @@ import tensorflow as tf
 from tensorboard.plugins.hparams import api_pb2, metadata as hparams_metadata
 
 from events_util import read_events, scalars
+from t2t_repro import model_dir
 from t2t_repro.config.train import TrainConfig
 from t2t_repro.decoding import attention_plot
 from t2t_repro.decoding.loading import load_for_inference
@@ -115,19 +116,22 @@ def test_hparams_row_metrics_and_end(run):
   assert end.status == api_pb2.STATUS_SUCCESS
 
 
+def _lines(path):
+  return path.read_text(encoding="utf-8").splitlines()
+
+
 def test_projector_vocabulary_matches_the_embedding(run):
-  vocab = (run["dir"] / summaries.VOCAB_TSV).read_text(encoding="utf-8").splitlines()
+  vocab = _lines(run["dir"] / model_dir.PROJECTOR_VOCAB_FILE)
   shapes = dict(tf.train.list_variables(str(run["dir"])))
   assert shapes[summaries.EMBEDDING_KEY] == [len(vocab), 64]
   _, _, tokenizer = load_for_inference(str(run["dir"]))
   assert vocab[:2] == ["<pad>", "</s>"] and vocab == attention_plot.pieces(
       tokenizer, range(len(vocab)))
   for folder in (".", "train", "dev"):  # the Projector offers each run
-    config = (run["dir"] / folder / summaries.PROJECTOR_FILE).read_text(encoding="utf-8")
+    config = (run["dir"] / folder / model_dir.PROJECTOR_FILE).read_text(encoding="utf-8")
     assert config == (f'embeddings {{\n  tensor_name: "{summaries.EMBEDDING_KEY}"\n'
                       '  metadata_path: "vocab.tsv"\n}\n')
-    assert (run["dir"] / folder / summaries.VOCAB_TSV).read_text(encoding="utf-8").splitlines() \
-        == vocab
+    assert _lines(run["dir"] / folder / model_dir.PROJECTOR_VOCAB_FILE) == vocab
 
 
 def test_dev_bleu_every_steps_keeps_it_for_its_steps_and_the_last():

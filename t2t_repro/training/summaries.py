@@ -39,8 +39,6 @@ from t2t_repro.model_dir import ModelDir
 ATTENTION_MAX_WORDS = 20  # the attention sentence: the first sample line of at most this many words
 # The checkpoint key of the shared embedding matrix [vocab_size, d_model] (the Projector's tensor).
 EMBEDDING_KEY = "model/embedding/embeddings/.ATTRIBUTES/VARIABLE_VALUE"
-VOCAB_TSV = "vocab.tsv"
-PROJECTOR_FILE = "projector_config.pbtxt"
 # HParams columns: the run settings beside the model's hparams (values from flags.json, and the
 # replicas), and those TensorBoard shows by default (it shows the first five it lists).
 RUN_SETTINGS = ("hparams", "problem", "replicas", "mixed_precision")
@@ -202,8 +200,8 @@ def write_projector(model_dir, tokenizer):
   labels = pieces(tokenizer, range(tokenizer.vocab_size))
   vocab = "".join(p.replace("\t", " ") + "\n" for p in labels)
   config = (f'embeddings {{\n  tensor_name: "{EMBEDDING_KEY}"\n'
-            f'  metadata_path: "{VOCAB_TSV}"\n}}\n')
+            f'  metadata_path: "{model_dir_lib.PROJECTOR_VOCAB_FILE}"\n}}\n')
   for folder in (ModelDir(model_dir), ModelDir(model_dir).subdir(model_dir_lib.TRAIN_EVENTS_DIR),
                  ModelDir(model_dir).subdir(model_dir_lib.DEV_EVENTS_DIR)):
-    folder.write_bytes(VOCAB_TSV, vocab)
-    folder.write_bytes(PROJECTOR_FILE, config)
+    folder.write_bytes(model_dir_lib.PROJECTOR_VOCAB_FILE, vocab)
+    folder.write_bytes(model_dir_lib.PROJECTOR_FILE, config)
