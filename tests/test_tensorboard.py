@@ -3,7 +3,9 @@ suite's shared `trained_run` (`tiny`, 200 steps, dev evaluations at 0 and 200 wi
 on 20 lines and 10 sample lines, test BLEU on 20 lines): every tag, the translations table,
 the attention images, the HParams row and the Projector's vocabulary."""
 
+import contextlib
 import re
+import types
 
 import numpy as np
 import pytest
@@ -146,3 +148,25 @@ def test_dev_bleu_every_steps_keeps_it_for_its_steps_and_the_last():
           {"beam_size": 4, "alpha": 1.0, "value": 21.0}]
   assert summaries.tune_scalars({"metric": "sacrebleu", "grid": grid}) == {
       "tune/sacrebleu_beam4_alpha0.6": 20.5, "tune/sacrebleu_beam4_alpha1": 21.0}
+
+
+@pytest.mark.parametrize("how, status", [("stopped", api_pb2.STATUS_RUNNING),  # to be resumed
+                                         ("error", api_pb2.STATUS_FAILURE),
+                                         ("finished", api_pb2.STATUS_SUCCESS)])
+def test_the_run_end_is_recorded_as_it_ended(tmp_path, monkeypatch, how, status):
+  from t2t_repro.config.hparams import get_hparams  # pylint: disable=import-outside-toplevel
+  monkeypatch.setattr(summaries, "write_projector", lambda *args: None)
+  trainer = types.SimpleNamespace(chief=True, model_dir=str(tmp_path), step=7,
+                                  hparams=get_hparams("tiny"),
+                                  strategy=types.SimpleNamespace(num_replicas_in_sync=2))
+  with contextlib.suppress(RuntimeError):
+    with summaries.session(trainer, None, {"flags": {"hparams": "tiny", "model_dir": "x"}}) as end:
+      if how == "error":
+        raise RuntimeError("a failed run")
+      end["stopped"] = "SIGTERM" if how == "stopped" else None
+  dev = read_events(tmp_path / "dev")
+  [(step, _, _, content)] = dev[hparams_metadata.SESSION_END_INFO_TAG]
+  assert (step, hparams_metadata.parse_session_end_info_plugin_data(content).status) == (7, status)
+  [(_, _, _, content)] = dev[hparams_metadata.SESSION_START_INFO_TAG]
+  start = hparams_metadata.parse_session_start_info_plugin_data(content)
+  assert start.hparams["replicas"].number_value == 2 and "model_dir" not in start.hparams

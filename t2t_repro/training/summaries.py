@@ -17,9 +17,10 @@ OpenNMT-tf users know it. The one module that names the tags.
                       tune/{metric}_beam{b}_alpha{a} scalar per grid point. HParams: the
                       model's hparams and the run settings of `RUN_SETTINGS`, metrics best dev
                       loss, dev perplexity, dev BLEU and test BLEU, and the run's end (success,
-                      stopped or failed). The HParams session is the dev run itself:
-                      TensorBoard 2.21 finds no metric of a session in a subfolder when the
-                      session is the logdir itself ("./dev" is not "dev").
+                      failure, or running for a run stopped by a signal). The HParams
+                      session is the dev run itself: TensorBoard 2.21 finds no metric of a
+                      session in a subfolder when the session is the logdir itself ("./dev"
+                      is not "dev").
   {model_dir}/        Projector: vocab.tsv, the pieces of the embedding rows, named by
                       `projector_config.pbtxt` (the metadata OpenNMT-tf writes); both also in
                       train/ and dev/.
@@ -140,8 +141,8 @@ def run_values(trainer, run_info):
 def session(trainer, tokenizer, run_info):
   """Around a run (chief only): at the start the HParams experiment and the run's row (in the
   dev run) and the Projector's vocabulary; at the end the run's status, from the dict the
-  block gets: "stopped" set (a signal) -> aborted, an exception -> failure (a SystemExit or
-  KeyboardInterrupt: aborted), else success."""
+  block gets: "stopped" set (a signal) -> running (to be resumed), an exception -> failure (a
+  SystemExit or KeyboardInterrupt: running), else success."""
   # pylint: disable-next=import-outside-toplevel
   from tensorboard.plugins.hparams import api as hparams_api, api_pb2, summary as hparams_summary
   if not trainer.chief:
@@ -155,12 +156,14 @@ def session(trainer, tokenizer, run_info):
     hparams_api.hparams(values, trial_id=os.path.basename(os.path.normpath(model_dir)))
   dev_writer.flush()
   write_projector(model_dir, tokenizer)
+  # TensorBoard has no "stopped" status: a run stopped by a signal (it resumes where it
+  # stopped) is recorded as running.
   outcome, status = {}, api_pb2.STATUS_FAILURE
   try:
     yield outcome
-    status = api_pb2.STATUS_ABORTED if outcome.get("stopped") else api_pb2.STATUS_SUCCESS
+    status = api_pb2.STATUS_RUNNING if outcome.get("stopped") else api_pb2.STATUS_SUCCESS
   except (KeyboardInterrupt, SystemExit):
-    status = api_pb2.STATUS_ABORTED
+    status = api_pb2.STATUS_RUNNING
     raise
   finally:
     with dev_writer.as_default(step=trainer.step):
