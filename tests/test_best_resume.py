@@ -91,10 +91,10 @@ def _stop_in_evaluation(monkeypatch, step):
   """Stops the run inside the dev evaluation of `step` (after its checkpoint)."""
   evaluate = Evaluator.__call__
 
-  def stopping(self, at, label="dev"):
+  def stopping(self, at, label="dev", **kwargs):
     if at == step and label == "dev":
       raise _Killed
-    return evaluate(self, at, label)
+    return evaluate(self, at, label, **kwargs)
   monkeypatch.setattr(Evaluator, "__call__", stopping)
 
 

@@ -93,7 +93,8 @@ def test_sigterm_during_the_first_dev_evaluation(tmp_path):
   assert time.time() - start < 20
   names = sorted(os.listdir(model_dir))
   assert [n for n in names if not n.startswith("corpus.")] == [
-      "dev", "flags.json", "hparams.json", "train", "vocab.model"]
+      "dev", "flags.json", "hparams.json", "projector_config.pbtxt", "train", "vocab.model",
+      "vocab.tsv"]
   assert all(n.endswith(".json") and "tmp" not in n for n in names if n.startswith("corpus."))
 
 
