@@ -160,7 +160,8 @@ def test_the_run_end_is_recorded_as_it_ended(tmp_path, monkeypatch, how, status)
                                   hparams=get_hparams("tiny"),
                                   strategy=types.SimpleNamespace(num_replicas_in_sync=2))
   with contextlib.suppress(RuntimeError):
-    with summaries.session(trainer, None, {"flags": {"hparams": "tiny", "model_dir": "x"}}) as end:
+    run_info = {"flags": {"hparams": "tiny", "model_dir": "x"}}
+    with summaries.hparams_row(trainer, None, run_info) as end:
       if how == "error":
         raise RuntimeError("a failed run")
       end["stopped"] = "SIGTERM" if how == "stopped" else None

@@ -177,7 +177,7 @@ def run(trainer, problem, tokenizer, config, *, data_cache_dir=None, before_trai
     if stop.received:
       return TrainResult(step=trainer.step, checkpoint=run_info.get("restored"),
                          stopped=stop.received)
-    with summaries.session(trainer, tokenizer, run_info) as outcome:
+    with summaries.hparams_row(trainer, tokenizer, run_info) as outcome:
       result = _Run(trainer, problem, tokenizer, config, stop, run_info, run_start).train(
           iterator, dev, dev_data)
       outcome["stopped"] = result.stopped

@@ -17,10 +17,9 @@ OpenNMT-tf users know it. The one module that names the tags.
                       tune/{metric}_beam{b}_alpha{a} scalar per grid point. HParams: the
                       model's hparams and the run settings of `RUN_SETTINGS`, metrics best dev
                       loss, dev perplexity, dev BLEU and test BLEU, and the run's end (success,
-                      failure, or running for a run stopped by a signal). The HParams
-                      session is the dev run itself: TensorBoard 2.21 finds no metric of a
-                      session in a subfolder when the session is the logdir itself ("./dev"
-                      is not "dev").
+                      failure, or running for a run stopped by a signal). The HParams row
+                      is written in the dev run itself: TensorBoard 2.21 finds no metric in a
+                      subfolder of a row written in the logdir itself ("./dev" is not "dev").
   {model_dir}/        Projector: vocab.tsv, the pieces of the embedding rows, named by
                       `projector_config.pbtxt` (the metadata OpenNMT-tf writes); both also in
                       train/ and dev/.
@@ -138,7 +137,7 @@ def run_values(trainer, run_info):
 
 
 @contextlib.contextmanager
-def session(trainer, tokenizer, run_info):
+def hparams_row(trainer, tokenizer, run_info):
   """Around a run (chief only): at the start the HParams experiment and the run's row (in the
   dev run) and the Projector's vocabulary; at the end the run's status, from the dict the
   block gets: "stopped" set (a signal) -> running (to be resumed), an exception -> failure (a
