@@ -92,7 +92,7 @@ CORPORA = (  # name, problem, data dir ("shared": --data_dir, else --out)
     ("WMT14 En-Fr size (36M)", "translate_enfr_wmt14", "out"),
 )
 VOCAB_SIZE = 2000  # the `tiny` hparams' vocabulary, so `train --hparams=tiny` can use it
-BASE_TARGET_TOKENS_PER_S = 469  # a `base` step on this 2-core CPU (8.70 s/step, docs/BENCHMARKS.md)
+BASE_TARGET_TOKENS_PER_S = 469  # a `base` step on this 2-core CPU (8.70 s/step, studies/earlier_code)
 
 _VALIDATE = """
 import sys

@@ -7,6 +7,8 @@
     {path}/checkpoint, ckpt-N.index, ckpt-N.data-*   TensorFlow checkpoints (CheckpointManager)
     {parent}/.{name}.lock      the lock its one writer holds (`writer_lock`), beside it
     {path}/train/, dev/        TensorBoard events of training and of dev evaluation
+    {path}/vocab.tsv, projector_config.pbtxt  the Projector's metadata, also in train/ and dev/
+                                              (`training.summaries`)
     {path}/early_stopping.json the patience counter (`training.best`)
     {path}/best/, averaged/, ema/                     complete model dirs of their own
                                                       (`BEST_DIR`, `AVERAGED_DIR`, `EMA_DIR`)
@@ -42,6 +44,8 @@ CHECKPOINT_STATE_FILE = "checkpoint"  # tf.train.CheckpointManager's list of che
 CHECKPOINT_PREFIX = "ckpt"  # checkpoints are {CHECKPOINT_PREFIX}-{step}.index / .data-*
 TRAIN_EVENTS_DIR = "train"
 DEV_EVENTS_DIR = "dev"
+PROJECTOR_VOCAB_FILE = "vocab.tsv"  # TensorBoard Projector's metadata: one piece per embedding row
+PROJECTOR_FILE = "projector_config.pbtxt"  # the Projector's config, the name TensorBoard reads
 EARLY_STOPPING_FILE = "early_stopping.json"
 BEST_DIR = "best"
 AVERAGED_DIR = "averaged"

@@ -94,7 +94,8 @@ def train_command(data, model_dir, *extra):
   return [sys.executable, "-m", "t2t_repro.train", "--hparams=tiny", "--problem=parallel_text",
           f"--train_src={data / 'train.en'}", f"--train_tgt={data / 'train.de'}",
           f"--dev_src={data / 'dev.en'}", f"--dev_tgt={data / 'dev.de'}",
-          f"--model_dir={model_dir}", f"--vocab_dir={data}", "--log_every_steps=5", *extra]
+          f"--model_dir={model_dir}", f"--vocab_dir={data}", "--log_every_steps=5",
+          "--dev_samples=0", *extra]  # TensorBoard's translations and attention: trained_run only
 
 
 @dataclasses.dataclass
@@ -112,7 +113,8 @@ class TrainedRun:
 def trained_run(multi30k_slice, tmp_path_factory):
   """The one end-to-end training run of the suite, shared by the tests that need a trained
   model or the command's output: `tiny` for 200 steps on real Multi30k text (dev loss at
-  step 0 and 200, dev BLEU and test BLEU on 20 lines, checkpoints at 100 and 200), at the
+  step 0 and 200, dev BLEU and test BLEU on 20 lines, TensorBoard's translations of 10 dev lines
+  and attention images, checkpoints at 100 and 200), at the
   default verbosity (TF_CPP_MIN_LOG_LEVEL unset) with stdout and stderr redirected to files.
   Trained once per session, whatever the number of xdist workers; tests only read it.
   """
@@ -131,7 +133,8 @@ def _train_shared_run(data, work):
   model_dir = work / "model"
   cmd = train_command(data, model_dir, "--train_steps=200", "--eval_every_steps=200",
                       "--eval_at_start", "--dev_bleu_lines=20", "--test_bleu_lines=20",
-                      "--save_checkpoints_steps=100", f"--test_src={data / 'dev.en'}",
+                      "--save_checkpoints_steps=100", "--dev_samples=10",
+                      f"--test_src={data / 'dev.en'}",
                       f"--test_tgt={data / 'dev.de'}")
   env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
   out_path, err_path = work / "stdout.txt", work / "stderr.txt"

@@ -250,7 +250,8 @@ def _documented_commands():
   """(doc, script, [--flag names]) of every `python benchmarks/X.py ...` command in the docs,
   continuation lines joined."""
   found = []
-  for doc in ("docs/BENCHMARKS.md", "docs/RESULTS.md", "benchmarks/README.md", "README.md"):
+  for doc in ("docs/BENCHMARKS.md", "docs/RESULTS.md", "benchmarks/README.md", "README.md",
+              "studies/earlier_code/README.md"):
     with open(os.path.join(_REPO_ROOT, doc), encoding="utf-8") as f:
       text = f.read().replace("\\\n", " ")
     for match in re.finditer(r"python (benchmarks/\w+\.py)([^\n`|]*)", text):

@@ -31,7 +31,8 @@ def _train(data, model_dir, min_improvement):
   return train_model(TrainConfig(
       hparams="tiny", problem="parallel_text", model_dir=str(model_dir), vocab_dir=str(data),
       train_steps=STEPS, eval_every_steps=EVAL_EVERY, save_checkpoints_steps=2,
-      save_checkpoints_secs=0, dev_bleu_lines=0, early_stopping=3, min_improvement=min_improvement, log_every_steps=4,
+      save_checkpoints_secs=0, dev_bleu_lines=0, dev_samples=0, early_stopping=3,
+      min_improvement=min_improvement, log_every_steps=4,
       **files))
 
 
@@ -90,10 +91,10 @@ def _stop_in_evaluation(monkeypatch, step):
   """Stops the run inside the dev evaluation of `step` (after its checkpoint)."""
   evaluate = Evaluator.__call__
 
-  def stopping(self, at, label="dev"):
+  def stopping(self, at, label="dev", **kwargs):
     if at == step and label == "dev":
       raise _Killed
-    return evaluate(self, at, label)
+    return evaluate(self, at, label, **kwargs)
   monkeypatch.setattr(Evaluator, "__call__", stopping)
 
 

@@ -17,7 +17,7 @@ def _config(data, model_dir, **changes):
                      vocab_dir=str(data), log_every_steps=1, train_src=str(data / "train.en"),
                      train_tgt=str(data / "train.de"), dev_src=str(data / "dev.en"),
                      dev_tgt=str(data / "dev.de"), save_checkpoints_steps=1,
-                     keep_checkpoint_max=10, dev_bleu_lines=0, **changes)
+                     keep_checkpoint_max=10, dev_bleu_lines=0, dev_samples=0, **changes)
 
 
 def test_ema_is_the_moving_average_of_the_updates_and_survives_a_resume(multi30k_slice, tmp_path):

@@ -111,12 +111,14 @@ def test_the_library_defines_no_flag_and_writes_none_in_its_errors():
 def test_a_marked_setting_is_the_flag_on_the_command_line_and_plain_in_the_library():
   with pytest.raises(ValueError) as raised:
     TrainConfig(best_metric="bleu", dev_bleu_lines=0)
-  assert str(raised.value) == "best_metric=bleu needs the dev BLEU: set dev_bleu_lines > 0"
+  assert str(raised.value) == ("best_metric=bleu needs the dev BLEU at every dev evaluation: "
+                               "set dev_bleu_lines > 0 and dev_bleu_every_steps=0")
   result = subprocess.run([sys.executable, "-m", "t2t_repro.train", "--model_dir=unused",
                            "--best_metric=bleu", "--dev_bleu_lines=0"], capture_output=True,
                           text=True, env=_ENV, timeout=300, check=False)
   assert (result.returncode, result.stderr) == (
-      2, "train: error: --best_metric=bleu needs the dev BLEU: set --dev_bleu_lines > 0\n")
+      2, "train: error: --best_metric=bleu needs the dev BLEU at every dev evaluation: set "
+      "--dev_bleu_lines > 0 and --dev_bleu_every_steps=0\n")
 
 
 # Suggestions: the closest names, as absl does for a misspelt flag.

@@ -76,7 +76,8 @@ def _train(tmp_path, model_dir, dev_lines):
        "--hparams_override=vocab_size=60,batch_tokens=512,max_length=200",
        f"--train_src={tmp_path / 'train.txt'}", f"--train_tgt={tmp_path / 'train.txt'}",
        f"--dev_src={tmp_path / 'dev.txt'}", f"--dev_tgt={tmp_path / 'dev.txt'}",
-       f"--model_dir={model_dir}", "--dev_bleu_lines=0", "--train_steps=1000", "--eval_at_start"],
+       f"--model_dir={model_dir}", "--dev_bleu_lines=0", "--dev_samples=0", "--train_steps=1000",
+       "--eval_at_start"],
       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_ENV)
 
 
@@ -92,7 +93,8 @@ def test_sigterm_during_the_first_dev_evaluation(tmp_path):
   assert time.time() - start < 20
   names = sorted(os.listdir(model_dir))
   assert [n for n in names if not n.startswith("corpus.")] == [
-      "dev", "flags.json", "hparams.json", "train", "vocab.model"]
+      "dev", "flags.json", "hparams.json", "projector_config.pbtxt", "train", "vocab.model",
+      "vocab.tsv"]
   assert all(n.endswith(".json") and "tmp" not in n for n in names if n.startswith("corpus."))
 
 

@@ -55,7 +55,7 @@ def test_a_training_run_with_bpe_dropout(multi30k_slice, tmp_path):
   result = train_model(TrainConfig(hparams="tiny", hparams_override="subword_alpha=0.1",
                              problem="parallel_text", model_dir=str(tmp_path / "m"),
                              vocab_dir=str(data), train_steps=3, eval_every_steps=3,
-                             dev_bleu_lines=0, train_src=str(data / "train.en"),
+                             dev_bleu_lines=0, dev_samples=0, train_src=str(data / "train.en"),
                              train_tgt=str(data / "train.de"), dev_src=str(data / "dev.en"),
                              dev_tgt=str(data / "dev.de")))
   assert result.step == 3 and np.isfinite(result.dev["nll"])

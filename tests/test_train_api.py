@@ -28,7 +28,7 @@ def _config(data, model_dir, **changes):
            for split, name in (("train", "train"), ("dev", "dev"), ("test", "dev"))
            for side, lang in (("src", "en"), ("tgt", "de"))}
   return TrainConfig(hparams="tiny", problem="parallel_text", model_dir=str(model_dir),
-                     vocab_dir=str(data), log_every_steps=3, **files, **changes)
+                     vocab_dir=str(data), log_every_steps=3, dev_samples=0, **files, **changes)
 
 
 @pytest.mark.parametrize("metric,series,stops_after", [

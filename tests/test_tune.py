@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from events_util import read_events, scalars
 from t2t_repro import evaluation
 from t2t_repro.decoding import tuning
 from t2t_repro.config.decode import DecodeConfig
@@ -64,6 +65,10 @@ def test_tune_writes_decoding_json_and_translate_uses_it(trained_run, multi30k_s
   assert len(choice["grid"]) == 6 and "<- chosen" in tuned.stdout
   assert choice["value"] == max(r["sacrebleu"] for r in choice["grid"])
   assert "retracing" not in tuned.stderr  # six traces, one per point, each by design
+  dev = read_events(model_dir / "dev")  # the grid in TensorBoard at the checkpoint's step
+  assert {tag: scalars(dev, tag) for tag in dev if tag.startswith("tune/")} == {
+      f"tune/sacrebleu_beam{r['beam_size']}_alpha{r['alpha']:g}": {200: pytest.approx(r["value"])}
+      for r in choice["grid"]}
 
   def translate(*flags):
     result = subprocess.run(
@@ -102,3 +107,22 @@ def test_a_broken_decoding_json_is_one_line(trained_run, tmp_path):
   errors = [line for line in result.stderr.splitlines() if line.startswith("translate: error: ")]
   assert len(errors) == 1 and "decoding.json: not a choice of" in errors[0]
   assert sorted(os.listdir(model_dir)) == before
+
+
+def test_the_tuned_line_names_only_the_settings_a_command_uses(tmp_path, caplog):
+  from t2t_repro.config.hparams import get_hparams  # pylint: disable=import-outside-toplevel
+  from t2t_repro.decoding.loading import tuned_hparams  # pylint: disable=import-outside-toplevel
+  from t2t_repro.model_dir import ModelDir  # pylint: disable=import-outside-toplevel
+  (tmp_path / "hparams.json").write_text(get_hparams("tiny").to_json(), encoding="utf-8")
+  (tmp_path / "decoding.json").write_text(json.dumps(
+      {"beam_size": 5, "alpha": 1.4, "metric": "sacrebleu", "value": 20.5, "dev": "val"}),
+      encoding="utf-8")
+  caplog.set_level("INFO")
+  scored = tuned_hparams(ModelDir(str(tmp_path)), tuned=("alpha",))  # score: no beam
+  assert (scored.beam_size, scored.alpha) == (get_hparams("tiny").beam_size, 1.4)
+  assert caplog.messages[-1].endswith(
+      "decoding.json: tune chose alpha 1.4 (on val by sacrebleu 20.50), the default of --alpha")
+  decoded = tuned_hparams(ModelDir(str(tmp_path)))
+  assert (decoded.beam_size, decoded.alpha) == (5, 1.4)
+  assert caplog.messages[-1].endswith("tune chose beam_size 5, alpha 1.4 (on val by sacrebleu "
+                                      "20.50), the defaults of --beam_size and --alpha")

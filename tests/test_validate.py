@@ -54,7 +54,8 @@ def test_trainer_dev_loss_equals_validate_on_the_same_checkpoint(multi30k_slice,
   data = multi30k_slice
   config = TrainConfig(hparams="tiny", problem="parallel_text", model_dir=str(tmp_path / "m"),
                        vocab_dir=str(data), train_steps=4, eval_every_steps=4,
-                       dev_bleu_lines=0, log_every_steps=2, train_src=str(data / "train.en"),
+                       dev_bleu_lines=0, dev_samples=0, log_every_steps=2,
+                       train_src=str(data / "train.en"),
                        train_tgt=str(data / "train.de"), dev_src=str(data / "dev.en"),
                        dev_tgt=str(data / "dev.de"))
   result = train_model(config)

@@ -18,8 +18,9 @@ def define_flags():
   flags.DEFINE_string("source", None, "Source sentence.")
   flags.mark_flag_as_required("source")
   flags.DEFINE_string("target", None, "Target sentence (default: the model's translation).")
-  flags.DEFINE_integer("layer", -1, "Layer, from 0 (-1: last).")
-  flags.DEFINE_integer("head", 0, "Head, from 0 (-1: all heads side by side).")
+  flags.DEFINE_integer("layer", None, "Layer, from 1 (default: the last; -1: every layer, a "
+                       "set of PNGs each).")
+  flags.DEFINE_integer("head", 1, "Head, from 1 (-1: every head side by side).")
   flags.DEFINE_string("output_dir", ".", "Folder for the PNGs.")
   config_flags.define(decode_config.DecodeConfig,
                       names=("beam_size", "alpha", "decode_extra_length"), none_defaults=True)
@@ -31,7 +32,7 @@ def main(argv):
   from t2t_repro.decoding.loading import load_for_inference  # pylint: disable=import-outside-toplevel
   model, hparams, tokenizer = load_for_inference(FLAGS.model_dir, FLAGS.checkpoint_path)
   try:
-    paths = attention_plot.plot_attention(
+    target, paths = attention_plot.plot_attention(
         model, tokenizer, FLAGS.source, FLAGS.output_dir, target=FLAGS.target, layer=FLAGS.layer,
         head=FLAGS.head, config=decode_config.DecodeConfig.resolve(
             hparams, **config_flags.values(decode_config.DecodeConfig)))
@@ -39,5 +40,6 @@ def main(argv):
     raise
   except ValueError as e:
     raise errors.UsageError(str(e)) from None
-  for path in paths.values():
+  print(f"{'target' if FLAGS.target else 'translation'}: {target}")
+  for path in paths:
     print(path)

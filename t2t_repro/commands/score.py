@@ -119,8 +119,9 @@ def main(argv):
   for path in (FLAGS.src, FLAGS.tgt):
     _open(path).close()
   from t2t_repro.decoding import loading, scoring  # pylint: disable=import-outside-toplevel
-  model, hparams, tokenizer, _ = loading.load_models(
-      loading.split_names(FLAGS.model_dir), loading.split_names(FLAGS.checkpoint_path))
+  model, hparams, tokenizer, _ = loading.load_models(  # tune's alpha; scoring has no beam
+      loading.split_names(FLAGS.model_dir), loading.split_names(FLAGS.checkpoint_path),
+      tuned=("alpha",))
   config = decode_config.DecodeConfig.resolve(
       hparams, **config_flags.values(decode_config.DecodeConfig))
   started = time.monotonic()

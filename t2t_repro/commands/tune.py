@@ -6,8 +6,10 @@ Translates the dev split (by default the `dev` split of the run's problem, from 
 flags.json; or --problem/--data_dir/--split, or --src/--tgt files) once per beam size x
 alpha, scores each with cased sacreBLEU (13a), lowercased tokenized BLEU and chrF
 (`t2t_repro.evaluation`), prints the table and writes the best by --metric to
-`{model_dir}/decoding.json`. `translate`, `score`, `export` and the other decoding commands
-then use that beam size and alpha by default; a flag still overrides them. Vaswani et al.
+`{model_dir}/decoding.json` and, for TensorBoard, the grid's scores to `{model_dir}/dev`
+(tune/{metric}_beam{b}_alpha{a} at the checkpoint's step). `translate`, `score`, `export`
+and the other decoding commands then use that beam size and alpha by default; a flag still
+overrides them. Vaswani et al.
 2017 chose theirs the same way (§6.1: "chosen after experimentation on the development
 set"); the decoding is `decoding.tuning.tune_decoding`. It holds the model dir's lock
 (`writer_lock`) from before the first decoding: refused at once on a read-only model dir or
@@ -15,6 +17,7 @@ while another command writes there (a training of it, or of the run whose best/ 
 """
 
 import os
+import re
 
 from absl import flags
 from absl import logging
@@ -88,6 +91,10 @@ def _tune(sources, references, beam_sizes, alphas, data, tgt_lang):
                beam_sizes, alphas, FLAGS.metric)
   choice = tuning.tune_decoding(translator, sources, references, beam_sizes, alphas,
                                 FLAGS.metric, tgt_lang, FLAGS.model_dir, data, paths[0])
+  from t2t_repro.training import summaries  # pylint: disable=import-outside-toplevel
+  step = re.search(r"-(\d+)$", paths[0])
+  summaries.write_scalars(FLAGS.model_dir, int(step.group(1)) if step else 0,
+                          summaries.tune_scalars(choice))
   print(tuning.format_grid(choice))
   print(f"chose beam_size {choice['beam_size']}, alpha {choice['alpha']:g} ({FLAGS.metric} "
         f"{choice['value']:.2f} on {data}); wrote {os.path.join(FLAGS.model_dir, DECODING_FILE)}")

@@ -42,8 +42,9 @@ class DataConfig:
   max_length: int = setting(256, "Longest training example kept [tokens] (the last batching "
                             "bucket).", min_value=1)
   batch_tokens: int = setting(
-      3125, "Token budget of one replica's batch [tokens]; a step uses batch_tokens x replicas "
-      "x accum_steps.", min_value=1)
+      3125, "Token budget of one replica's batch [tokens]: its rows x its padded length, the "
+      "longer side's (source or target); a step uses batch_tokens x replicas x accum_steps.",
+      min_value=1)
 
   def __post_init__(self):
     settings.check(self)

@@ -30,7 +30,8 @@ from t2t_repro.model.transformer import Transformer
 from t2t_repro.model.weights import restore_weights
 
 
-def load_for_inference(model_dir, checkpoint_path=None, inference_dtype="float32"):
+def load_for_inference(model_dir, checkpoint_path=None, inference_dtype="float32",
+                       tuned=("beam_size", "alpha")):
   """Builds the model of `model_dir` and restores its weights (no optimizer).
 
   Args:
@@ -40,10 +41,11 @@ def load_for_inference(model_dir, checkpoint_path=None, inference_dtype="float32
     inference_dtype: "float32", or "bfloat16": the model computes its matmuls in
       bfloat16 (Keras "mixed_bfloat16" policy: float32 weights, softmax, LayerNorm and
       logits, as in mixed-precision training); BLEU change and speed: docs/BENCHMARKS.md.
+    tuned: the settings of `tune`'s choice the caller uses (`tuned_hparams`).
 
   Returns:
-    (model: `Transformer` with restored weights, hparams: `HParams` (with beam_size and
-     alpha of `{model_dir}/decoding.json` where `tune` wrote one, `tuned_hparams`),
+    (model: `Transformer` with restored weights, hparams: `HParams` (with the `tuned` values
+     of `{model_dir}/decoding.json` where `tune` wrote one, `tuned_hparams`),
      tokenizer: `data.vocab.Tokenizer` of `{model_dir}/vocab.model`).
 
   Raises:
@@ -56,7 +58,7 @@ def load_for_inference(model_dir, checkpoint_path=None, inference_dtype="float32
     raise ValueError(f"inference_dtype must be one of {INFERENCE_DTYPES}, got {inference_dtype!r}")
   files = ModelDir(model_dir)
   files.check_files()
-  hparams = tuned_hparams(files)
+  hparams = tuned_hparams(files, tuned)
   tokenizer = Tokenizer.from_file(files.vocab_path)
   checkpoint_path = files.resolve_checkpoint(checkpoint_path)
   policy = keras.mixed_precision.global_policy()
@@ -70,10 +72,11 @@ def load_for_inference(model_dir, checkpoint_path=None, inference_dtype="float32
   return model, hparams, tokenizer
 
 
-def tuned_hparams(files):
-  """The hparams of the model dir `files` (a `ModelDir`), with the beam_size and alpha that
-  `tune` chose on a dev set (`decoding.json`, `decoding.tuning`) in place of the set's: the
-  defaults of every decoding command, a flag still overriding them.
+def tuned_hparams(files, tuned=("beam_size", "alpha")):
+  """The hparams of the model dir `files` (a `ModelDir`), with the values of `tuned` (of
+  beam_size and alpha, the settings the caller uses: `score` has no beam) that `tune` chose on
+  a dev set (`decoding.json`, `decoding.tuning`) in place of the set's: the defaults of every
+  decoding command, a flag still overriding them. Logs one line naming them.
 
   Raises:
     errors.DataError: decoding.json is not JSON, or lacks a valid beam_size or alpha.
@@ -83,15 +86,17 @@ def tuned_hparams(files):
   if choice is None:
     return hparams
   try:
-    tuned = hparams.replace(beam_size=choice["beam_size"], alpha=choice["alpha"])
+    hparams.replace(beam_size=choice["beam_size"], alpha=choice["alpha"])  # both valid
+    result = hparams.replace(**{name: choice[name] for name in tuned})
   except (KeyError, TypeError, ValueError) as e:
     raise errors.DataError(f"{files.file(DECODING_FILE)}: not a choice of `tune` ({e}); "
                            "rerun tune or remove the file") from None
-  logging.info("%s: tune chose beam_size %d, alpha %g (on %s by %s %.2f), the defaults of "
-               "--beam_size and --alpha", files.file(DECODING_FILE), choice["beam_size"],
-               choice["alpha"], choice.get("dev", "dev"), choice.get("metric", ""),
-               choice.get("value", 0))
-  return tuned
+  values = ", ".join(f"{name} {choice[name]:g}" for name in tuned)
+  defaults = " and ".join(f"--{name}" for name in tuned)
+  logging.info("%s: tune chose %s (on %s by %s %.2f), the default%s of %s",
+               files.file(DECODING_FILE), values, choice.get("dev", "dev"),
+               choice.get("metric", ""), choice.get("value", 0), "s" * (len(tuned) > 1), defaults)
+  return result
 
 
 class EnsembleError(errors.UsageError):
@@ -150,13 +155,14 @@ def check_same_vocabulary(model_dirs):
                        f"from {ModelDir(model_dirs[0]).vocab_path}")
 
 
-def load_models(model_dirs, checkpoint_paths=(), inference_dtype="float32"):
+def load_models(model_dirs, checkpoint_paths=(), inference_dtype="float32",
+                tuned=("beam_size", "alpha")):
   """Loads one model, or an ensemble of several sharing one vocabulary.
 
   Args:
     model_dirs: list of model dirs (`split_names` of a comma-separated flag).
     checkpoint_paths: list of checkpoint prefixes, paired with model_dirs by `members`.
-    inference_dtype: see `load_for_inference`.
+    inference_dtype, tuned: see `load_for_inference`.
 
   Returns:
     `Loaded`; its model is the `Transformer` itself for a single member, else an
@@ -179,7 +185,8 @@ def load_models(model_dirs, checkpoint_paths=(), inference_dtype="float32"):
   paths = [ModelDir(d).resolve_checkpoint(c) for d, c in pairs]
   for path in paths:
     logging.info("loading %s", path)
-  loaded = [load_for_inference(d, path, inference_dtype) for (d, _), path in zip(pairs, paths)]
+  loaded = [load_for_inference(d, path, inference_dtype, tuned)
+            for (d, _), path in zip(pairs, paths)]
   models = [model for model, _, _ in loaded]
   model = models[0] if len(models) == 1 else Ensemble(models)
   return Loaded(model, loaded[0][1], loaded[0][2], paths)

@@ -171,6 +171,7 @@ def train_config(model_dir, data_dir, *, hparams="parsing_small",
       model_dir=path, vocab_dir=path, hparams=hparams, hparams_override=hparams_override,
       problem="parallel_text", train_minutes=train_minutes, train_steps=train_steps,
       eval_every_steps=eval_every_steps, dev_bleu_lines=0, test_bleu_lines=0, seed=seed,
+      dev_samples=0,  # an unconstrained decoding of trees, at beam 21: costly and not the parse
       **{f"{split}_{side}": os.path.join(data_dir, f"{name}.{side}")
          for split, name in (("train", train_split), ("dev", "dev"))
          for side in ("src", "tgt")})

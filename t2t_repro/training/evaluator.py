@@ -1,13 +1,11 @@
 """Dev evaluation during training: dev loss, dev BLEU and the TensorBoard dev writer."""
 
-import tensorflow as tf
 from absl import logging
 
 from t2t_repro import evaluation
-from t2t_repro import model_dir as model_dir_lib
+from t2t_repro.decoding import attention_plot
 from t2t_repro.decoding.translator import DecodeConfig, Translator
-from t2t_repro.model_dir import ModelDir
-from t2t_repro.training import report
+from t2t_repro.training import report, summaries
 from t2t_repro.training.signals import exit_at_once
 
 
@@ -39,45 +37,66 @@ class Evaluator:
     dev: the dev `ParallelText`.
     dev_data: its distributed dataset (pairs cut to max_length).
     tokenizer: the model's `Tokenizer`.
-    bleu_lines: dev lines decoded for the dev BLEU (0: no BLEU).
+    config: the `TrainConfig` (dev_bleu_lines, dev_bleu_every_steps, dev_samples,
+      attention_images).
     target_lang: the problem's target language.
     progress: the `logs.Progress` that prints the dev line.
 
-  The chief writes the dev scalars and a few sample translations to
-  `{model_dir}/dev` (TensorBoard); `close()` closes that writer.
+  The chief writes the dev scalars, the translations of the first `dev_samples` dev lines
+  and the attention images of one of them to `{model_dir}/dev` (TensorBoard,
+  `training.summaries`); `close()` closes that writer.
   """
 
-  def __init__(self, trainer, dev, dev_data, tokenizer, bleu_lines, target_lang, progress):
+  def __init__(self, trainer, dev, dev_data, tokenizer, config, target_lang, progress):
     self.trainer, self.dev, self.dev_data = trainer, dev, dev_data
-    self.tokenizer, self.bleu_lines, self.target_lang = tokenizer, bleu_lines, target_lang
+    self.tokenizer, self.config, self.target_lang = tokenizer, config, target_lang
     self.progress = progress
-    self.writer = tf.summary.create_file_writer(
-        ModelDir(trainer.model_dir).file(model_dir_lib.DEV_EVENTS_DIR)) \
-        if trainer.chief else None
+    self.best_loss = float("inf")
+    self.writer = summaries.writer(trainer.model_dir) if trainer.chief else None
 
-  def __call__(self, step, label="dev"):
+  def _bleu_due(self, step, last):
+    every = self.config.dev_bleu_every_steps
+    return self.config.dev_bleu_lines and (not every or step % every == 0 or last)
+
+  def __call__(self, step, label="dev", last=False):
     """Dev stats of the trainer's model at `step`: loss, nll, ppl [, bleu, bleu_lines], step.
-    SIGINT/SIGTERM end the process at once meanwhile (the caller saved the step before).
-    `label` starts the printed line; only "dev" results go to TensorBoard (the moving
+    The dev BLEU is computed when due (`dev_bleu_every_steps`; `last`: the run's last
+    evaluation). SIGINT/SIGTERM end the process at once meanwhile (the caller saved the step
+    before). `label` starts the printed line; only "dev" results go to TensorBoard (the moving
     average's, "ema dev", are printed and returned)."""
     with exit_at_once():
       logging.info("dev evaluation at step %d", step)
       trainer = self.trainer
       stats = dict(trainer.evaluate(self.dev_data), step=step)
-      if self.bleu_lines:
+      hyps = []
+      if self._bleu_due(step, last):
         scores, hyps = bleu(trainer.model, trainer.hparams, self.tokenizer, self.dev,
-                            self.bleu_lines, self.target_lang)
-        stats.update(bleu=scores["sacrebleu"], bleu_lines=min(self.bleu_lines, len(self.dev)))
-        if self.writer is not None and label == "dev":
-          report.write_samples(self.writer, step, self.dev.sources, self.dev.targets, hyps)
+                            self.config.dev_bleu_lines, self.target_lang)
+        stats.update(bleu=scores["sacrebleu"],
+                     bleu_lines=min(self.config.dev_bleu_lines, len(self.dev)))
       self.progress.line(f"{label} " + report.dev_message(stats))
       if self.writer is not None and label == "dev":
-        with self.writer.as_default(step=step):
-          for key in ("loss", "nll", "ppl", "bleu"):
-            if key in stats:
-              tf.summary.scalar(key, stats[key])
-          self.writer.flush()
+        self.best_loss = min(self.best_loss, stats["loss"])
+        self._write(stats, hyps)
       return stats
+
+  def _write(self, stats, hyps):
+    """The dev evaluation's TensorBoard summaries; decodes the sample lines that the dev
+    BLEU's translations `hyps` (of the first dev lines) do not hold."""
+    trainer = self.trainer
+    sources = self.dev.sources[:self.config.dev_samples]
+    hyps = hyps[:len(sources)]
+    if len(hyps) < len(sources):
+      hyps += Translator(trainer.model, self.tokenizer, DecodeConfig.resolve(
+          trainer.hparams)).translate(sources[len(hyps):])
+    attention = None
+    if self.config.attention_images and sources:
+      line = summaries.attention_line(sources)
+      _, maps = attention_plot.attention_maps(trainer.model, self.tokenizer, sources[line],
+                                              target=hyps[line])
+      attention = attention_plot.attention_pngs(maps, trainer.hparams.num_layers)
+    summaries.write_dev(self.writer, stats, self.best_loss,
+                        list(zip(sources, self.dev.targets, hyps)), attention)
 
   def close(self):
     if self.writer is not None:

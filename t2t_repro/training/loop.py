@@ -6,14 +6,13 @@ import os
 import sys
 import time
 
-import tensorflow as tf
 from absl import logging
 
 from t2t_repro import evaluation, logs
 from t2t_repro import model_dir as model_dir_lib
 from t2t_repro.data import batching
 from t2t_repro.errors import DataError
-from t2t_repro.training import averaging, report
+from t2t_repro.training import averaging, report, summaries
 from t2t_repro.training.best import BestCheckpoint
 from t2t_repro.config.train import TrainResult
 from t2t_repro.training.evaluator import Evaluator, bleu
@@ -178,8 +177,11 @@ def run(trainer, problem, tokenizer, config, *, data_cache_dir=None, before_trai
     if stop.received:
       return TrainResult(step=trainer.step, checkpoint=run_info.get("restored"),
                          stopped=stop.received)
-    return _Run(trainer, problem, tokenizer, config, stop, run_info, run_start).train(
-        iterator, dev, dev_data)
+    with summaries.hparams_row(trainer, tokenizer, run_info) as outcome:
+      result = _Run(trainer, problem, tokenizer, config, stop, run_info, run_start).train(
+          iterator, dev, dev_data)
+      outcome["stopped"] = result.stopped
+    return result
 
 
 def _check_train(train, tokenizer, max_length):
@@ -273,12 +275,9 @@ class _Run:
     """The training steps; returns the `TrainResult` (see `run`)."""
     trainer, config, progress, result = self.trainer, self.config, self.progress, self.result
     start_step = trainer.step
-    writer = tf.summary.create_file_writer(
-        ModelDir(trainer.model_dir).file(model_dir_lib.TRAIN_EVENTS_DIR)) \
+    writer = summaries.writer(trainer.model_dir, model_dir_lib.TRAIN_EVENTS_DIR) \
         if trainer.chief else None
-    if writer is not None:
-      report.write_hparams(writer, trainer, self.run_info)
-    evaluator = Evaluator(trainer, dev, dev_data, self.tokenizer, config.dev_bleu_lines,
+    evaluator = Evaluator(trainer, dev, dev_data, self.tokenizer, config,
                           self.problem.target_lang, progress) if dev_data is not None else None
     best = BestCheckpoint(trainer.model_dir, config.best_metric, config.early_stopping,
                           config.min_improvement, trainer.chief) \
@@ -289,7 +288,8 @@ class _Run:
       result.dev = self.timed("dev", evaluator, 0)
     if best is not None and trainer.step > 0 and best.resume(trainer.model, trainer.step) \
         and self._eval_due(trainer.step):  # a run stopped before its evaluation's end
-      result.dev = self.timed("dev", evaluator, trainer.step)
+      result.dev = self.timed("dev", evaluator, trainer.step,
+                              last=trainer.step >= trainer.hparams.train_steps)
       self._record_best(best, result.dev)
     result.best = best.summary if best is not None else None
     if best is not None and best.exhausted:  # a resumed run that had stopped early
@@ -299,7 +299,9 @@ class _Run:
     loop_start = time.monotonic()
     self.first_step, self.first_start = trainer.step, loop_start
     while trainer.step < trainer.hparams.train_steps and not result.early_stopped:
-      step = self._step(iterator, writer, window)
+      with summaries.trace_graph(writer if trainer.step == self.first_step else None,
+                                 trainer.step + 1):
+        step = self._step(iterator, writer, window)
       out_of_time = deadline is not None and time.monotonic() >= deadline
       last = step >= trainer.hparams.train_steps or out_of_time
       if self._save_due(step, last):
@@ -307,7 +309,7 @@ class _Run:
       if evaluator is not None and (self._eval_due(step) or last) and not self.stopping:
         if self.saved_step != step:  # an interrupted evaluation loses nothing
           self.save()
-        result.dev = self.timed("dev", evaluator, step)
+        result.dev = self.timed("dev", evaluator, step, last=last)
         self._record_best(best, result.dev)
       if self._stopping(step, out_of_time, best):
         break
@@ -346,7 +348,7 @@ class _Run:
     self.progress.update(step, result.train["loss"], result.train["nll"], lr, window.rate())
     if step % self.config.log_every_steps == 0:
       if writer is not None:
-        _write_train_summaries(writer, step, result.train, lr, window.rate(), self.skipped)
+        summaries.write_train(writer, step, result.train, lr, window.rate(), self.skipped)
       window.reset()
     return step
 
@@ -408,6 +410,9 @@ class _Run:
       self.progress.line(f"\ntest ({result.test_description}):\n"
                          f"{evaluation.format_scores(scores)}")
       result.test = scores
+      if trainer.chief:
+        summaries.write_scalars(trainer.model_dir, trainer.step,
+                                {"quality/test_bleu": scores["sacrebleu"]})
     if trainer.chief:
       self.progress.line(report.closing_block(trainer, start_step, list(self.phases.items()),
                                               time.monotonic() - self.run_start, result))
@@ -459,14 +464,3 @@ class _Throughput:
 
   def reset(self):
     self.tokens, self.start = 0.0, time.monotonic()
-
-
-def _write_train_summaries(writer, step, stats, lr, tokens_per_sec, skipped):
-  with writer.as_default(step=step):
-    tf.summary.scalar("loss", stats["loss"])
-    tf.summary.scalar("nll", stats["nll"])
-    tf.summary.scalar("perplexity", min(float(tf.exp(stats["nll"])), 1e9))
-    tf.summary.scalar("learning_rate", lr)
-    tf.summary.scalar("grad_norm", stats["grad_norm"])
-    tf.summary.scalar("target_tokens_per_sec", tokens_per_sec)
-    tf.summary.scalar("skipped_updates", skipped)

@@ -1,8 +1,7 @@
 """What the training loop reports besides its progress lines: the startup and closing
-blocks (stderr) and the TensorBoard hparams and sample translations."""
+blocks (stderr). TensorBoard's summaries are `training.summaries`."""
 
 import keras
-import tensorflow as tf
 
 from t2t_repro import logs
 from t2t_repro.errors import MissingDataError
@@ -71,25 +70,6 @@ def _startup_time_row(import_seconds):
     return []
   return [("start-up", f"{so_far:.1f} s so far, of which imports "
                        f"{(command_imports or 0.0) + import_seconds:.1f} s")]
-
-
-def write_hparams(writer, trainer, run_info):
-  """The run's hparams and flags for TensorBoard's HParams dashboard."""
-  from tensorboard.plugins.hparams import api as hparams_api  # pylint: disable=import-outside-toplevel
-  values = {k: v for k, v in trainer.hparams.to_dict().items() if k != "description"}
-  values.update({k: v for k, v in run_info.get("flags", {}).items()
-                 if isinstance(v, (int, float, str, bool))})
-  with writer.as_default(step=trainer.step):
-    hparams_api.hparams(values)
-
-
-def write_samples(writer, step, sources, references, hyps, count=3):
-  """A few dev translations as a TensorBoard text summary (a markdown table)."""
-  rows = ["| source | reference | translation |", "|---|---|---|"]
-  for src, ref, hyp in list(zip(sources, references, hyps))[:count]:
-    rows.append("| " + " | ".join(t.replace("|", "\\|") for t in (src, ref, hyp)) + " |")
-  with writer.as_default(step=step):
-    tf.summary.text("dev_translations", "\n".join(rows))
 
 
 def closing_block(trainer, start_step, phases, wall_time, result):
