@@ -102,6 +102,13 @@ def test_each_signature_answers_as_rest_and_translate(servable, trained_run):
   assert [t.decode() for t in translations["translations"]] == cli.stdout.splitlines()
 
 
+def _negative_dimension():
+  """A request whose TensorProto of 3 strings says dim size=-3."""
+  request = _request({"sentences": ["A dog.", "A cat.", "A bird."]})
+  request.inputs["sentences"].tensor_shape.dim[0].size = -3
+  return request
+
+
 def test_errors_have_tensorflow_servings_codes(servable):
   gated = Gated(servable)
   cases = [  # (request, code, words)
@@ -114,6 +121,12 @@ def test_errors_have_tensorflow_servings_codes(servable):
        'signature name: "nope" not found'),
       (_request({"inputs": np.array([[5, 6]], np.int32)}, signature="translate_ids"),
        grpc.StatusCode.INVALID_ARGUMENT, "ending with one EOS"),
+      (_request({"inputs": np.array([[25, 40, 1]], np.int8)}, signature="translate_ids"),
+       grpc.StatusCode.INVALID_ARGUMENT, "must be int32 of rank 2 (shape [batch, len]); got int8"),
+      (_request({"inputs": np.array([[25, 40, 1]], np.int64)}, signature="translate_ids"),
+       grpc.StatusCode.INVALID_ARGUMENT, "must be int32 of rank 2 (shape [batch, len]); got int64"),
+      (_negative_dimension(), grpc.StatusCode.INVALID_ARGUMENT,
+       "tensor parsing error: input 'sentences' has a negative dimension (shape [-3])"),
   ]
   with running(gated, grpc=True, max_batch_size=1, max_enqueued_batches=1,
                batch_timeout_micros=0) as (_, app):
@@ -153,3 +166,4 @@ def test_sigterm_answers_the_grpc_calls_under_way(exported_model):
   finally:
     if process.poll() is None:
       process.kill()
+

@@ -20,7 +20,6 @@ import functools
 import time
 
 import grpc
-import numpy as np
 from tensorflow_serving.apis import get_model_metadata_pb2
 from tensorflow_serving.apis import get_model_status_pb2
 from tensorflow_serving.apis import model_service_pb2_grpc
@@ -168,18 +167,24 @@ class _Models(model_service_pb2_grpc.ModelServiceServicer):
 
 def _columns(inputs, signature):
   """{input name: list of rows} of a PredictRequest's TensorProtos, checked as the REST
-  API's (`rest.parse_predict`): strings as UTF-8 text, [batch, len] ids as lists."""
+  API's (`rest.parse_predict`): strings as UTF-8 text, [batch, len] ids as lists. As
+  TensorFlow Serving, a negative dimension and a dtype other than the signature's (int8 or
+  int64 ids for int32) are INVALID_ARGUMENT."""
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   if set(inputs) != set(signature.inputs):
     raise rest.ApiError("INVALID_ARGUMENT", f"expected the inputs {', '.join(signature.inputs)}; "
                         f"got {', '.join(sorted(inputs)) or 'none'}")
   columns = {}
   for name, (dtype, rank) in signature.inputs.items():
+    dims = [dim.size for dim in inputs[name].tensor_shape.dim]
+    if any(size < 0 for size in dims):
+      raise rest.ApiError("INVALID_ARGUMENT", f"tensor parsing error: input '{name}' has a "
+                          f"negative dimension (shape {dims})")
     try:
       array = tf.make_ndarray(inputs[name])
     except (TypeError, ValueError) as e:
       raise rest.ApiError("INVALID_ARGUMENT", f"input '{name}': {e}") from None
-    if array.ndim != rank or array.dtype.kind != np.dtype(dtype.as_numpy_dtype).kind:
+    if array.ndim != rank or inputs[name].dtype != dtype.as_datatype_enum:
       raise rest.ApiError("INVALID_ARGUMENT", f"input '{name}' must be {dtype.name} of rank "
                           f"{rank} (shape [batch{', len' if rank == 2 else ''}]); got "
                           f"{tf.as_dtype(inputs[name].dtype).name} of shape {list(array.shape)}")
