@@ -4,6 +4,7 @@ api's stock stubs: every signature answers as the REST API (and serving_default 
 metrics count the calls, and SIGTERM answers the calls under way."""
 
 import concurrent.futures
+import logging
 import signal
 import subprocess
 import sys
@@ -14,11 +15,14 @@ import httpx
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow_serving.apis import classification_pb2
 from tensorflow_serving.apis import get_model_metadata_pb2
 from tensorflow_serving.apis import get_model_status_pb2
+from tensorflow_serving.apis import inference_pb2
 from tensorflow_serving.apis import model_service_pb2_grpc
 from tensorflow_serving.apis import predict_pb2
 from tensorflow_serving.apis import prediction_service_pb2_grpc
+from tensorflow_serving.apis import regression_pb2
 
 from serve_util import Gated, metric, running, start_server
 from t2t_repro.serving.servable import Servable
@@ -167,3 +171,20 @@ def test_sigterm_answers_the_grpc_calls_under_way(exported_model):
     if process.poll() is None:
       process.kill()
 
+
+def test_the_methods_not_offered_answer_unimplemented_without_a_log_line(servable, caplog):
+  """Classify, Regress and MultiInference: UNIMPLEMENTED, counted in /metrics, and nothing in
+  the server's log (grpcio logged the stubs' NotImplementedError with a traceback)."""
+  with running(servable, grpc=True) as (base, app):
+    stub = _stub(app.state.grpc_port)
+    for method, request in ((stub.Classify, classification_pb2.ClassificationRequest()),
+                            (stub.Regress, regression_pb2.RegressionRequest()),
+                            (stub.MultiInference, inference_pb2.MultiInferenceRequest())):
+      with pytest.raises(grpc.RpcError) as error:
+        method(request, timeout=60)
+      assert error.value.code() == grpc.StatusCode.UNIMPLEMENTED
+      assert "is not offered by this server: use Predict" in error.value.details()
+    text = httpx.get(f"{base}/metrics").text
+  assert metric(text, "t2t_serve_requests_total", endpoint="grpc_unimplemented",
+                code="UNIMPLEMENTED") == 3
+  assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []

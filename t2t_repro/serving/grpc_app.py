@@ -10,9 +10,10 @@ so a stock client (`prediction_service_pb2_grpc.PredictionServiceStub`) works un
 Requests go through the same `service.Service` as the REST API's (checks, the batcher,
 the versions); an error is the gRPC status of its canonical code, as TensorFlow Serving
 returns it (NOT_FOUND, INVALID_ARGUMENT, FAILED_PRECONDITION, UNAVAILABLE for a full
-queue; a message over max_request_bytes is RESOURCE_EXHAUSTED, grpcio's own limit). Each
-call is counted in /metrics as endpoint grpc_predict, grpc_metadata or grpc_status, with
-the gRPC code's name as code.
+queue; a message over max_request_bytes is RESOURCE_EXHAUSTED, grpcio's own limit).
+Classify, Regress and MultiInference are UNIMPLEMENTED (no log line). Each call is counted
+in /metrics as endpoint grpc_predict, grpc_metadata, grpc_status or grpc_unimplemented,
+with the gRPC code's name as code.
 """
 
 import asyncio
@@ -143,6 +144,29 @@ class _Prediction(prediction_service_pb2_grpc.PredictionServiceServicer):
         signatures.signature_def[key].CopyFrom(value)
       response.metadata["signature_def"].Pack(signatures)
       return response
+
+
+  @_call("grpc_unimplemented")
+  async def Classify(self, request, context):  # pylint: disable=invalid-name
+    """Not offered (a translation model has no classification signature): UNIMPLEMENTED."""
+    raise _unimplemented("Classify")
+
+  @_call("grpc_unimplemented")
+  async def Regress(self, request, context):  # pylint: disable=invalid-name
+    """Not offered (no regression signature): UNIMPLEMENTED."""
+    raise _unimplemented("Regress")
+
+  @_call("grpc_unimplemented")
+  async def MultiInference(self, request, context):  # pylint: disable=invalid-name
+    """Not offered (it runs Classify and Regress): UNIMPLEMENTED."""
+    raise _unimplemented("MultiInference")
+
+
+def _unimplemented(method):
+  """The error of a method the server does not offer: UNIMPLEMENTED, answered without a
+  server log line (grpcio logs a traceback for the stubs' NotImplementedError)."""
+  return rest.ApiError("UNIMPLEMENTED", f"{method} is not offered by this server: use Predict "
+                       "(its signatures: GetModelMetadata)")
 
 
 class _Models(model_service_pb2_grpc.ModelServiceServicer):
