@@ -60,7 +60,10 @@ def test_a_truncated_checkpoint_index_is_called_corrupt(tmp_path, shared_data_di
       ("score", [f"--model_dir={model_dir}", f"--src={text}", f"--tgt={text}"]),
       ("validate", [f"--model_dir={model_dir}", f"--src={text}", f"--tgt={text}"]),
       ("average", [f"--model_dir={model_dir}", "--average_last=1",
-                   f"--output_dir={tmp_path / 'averaged'}"])):
+                   f"--output_dir={tmp_path / 'averaged'}"]),
+      ("export", [f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'export'}"]),
+      ("export", [f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'ct2'}",
+                  "--format=ctranslate2"])):
     line = error_line(run_command("", command, *args), DATA_EXIT, command)
     assert line == f"{command}: error: {corrupt}"
   assert _snapshot(tmp_path) == before

@@ -59,7 +59,7 @@ def main(argv):
           FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint_path,
           quantization=FLAGS.quantization, overwrite=FLAGS.overwrite, beam_size=FLAGS.beam_size,
           alpha=FLAGS.alpha, decode_extra_length=FLAGS.decode_extra_length, n_best=FLAGS.n_best)
-    except errors.UsageError:
+    except (errors.UsageError, errors.DataError):  # a corrupt checkpoint is data: exit 1
       raise
     except ValueError as e:
       raise errors.UsageError(f"--format=ctranslate2: {e}") from None
