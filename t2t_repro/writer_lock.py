@@ -37,7 +37,7 @@ import time
 
 from absl import logging
 
-from t2t_repro import errors
+from t2t_repro import errors, fileio
 from t2t_repro.model_dir import HPARAMS_FILE
 
 _HOST = socket.gethostname()
@@ -130,7 +130,8 @@ def hold(path, command):
   Raises:
     LockedError: another process holds the lock, or a process of another host left it.
     errors.WriteError: the folder, or the folder of its lock file, cannot be written
-      (permission, read-only file system): one line naming it, before any work.
+      (permission, read-only file system, a file on its way): one line naming it, before
+      any work.
   """
   path = str(getattr(path, "path", path))
   if "://" in path:
@@ -148,6 +149,7 @@ def hold(path, command):
     if os.path.isdir(target) and not os.access(target, os.W_OK | os.X_OK):
       raise errors.WriteError(f"{target}: cannot write into this folder (read-only or permission "
                               "denied); nothing was done", target, "read-only")
+  fileio.check_writable(folder)  # a file on its way
   with errors.writing(folder):
     made = _made_parents(os.path.dirname(lock))
     fd = _open_locked(lock, folder)

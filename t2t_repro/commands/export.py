@@ -12,7 +12,7 @@ import time
 
 from absl import flags
 
-from t2t_repro import errors, logs
+from t2t_repro import errors, fileio, logs
 from t2t_repro.commands import config_flags, shared_flags
 from t2t_repro.config import decode as decode_config
 from t2t_repro.serving import QUANTIZATIONS
@@ -51,6 +51,7 @@ def main(argv):
     raise errors.UsageError(f"unexpected arguments: {argv[1:]}")
   if FLAGS.quantization and FLAGS.format != "ctranslate2":
     raise errors.UsageError("--quantization needs --format=ctranslate2")
+  fileio.check_writable(FLAGS.export_dir)  # built in a staging folder beside it
   started = time.monotonic()
   if FLAGS.format == "ctranslate2":
     from t2t_repro.serving import ctranslate2  # pylint: disable=import-outside-toplevel

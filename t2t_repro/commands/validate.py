@@ -43,6 +43,8 @@ def define_flags():
 def main(argv):
   if len(argv) > 1:
     raise errors.UsageError(f"unexpected arguments: {argv[1:]}")
+  if FLAGS.output_json:
+    fileio.check_writable(FLAGS.output_json)
   pairs, data, _ = split_flags.corpus(FLAGS.model_dir)
   from t2t_repro.decoding import loading  # pylint: disable=import-outside-toplevel
   from t2t_repro.training.perplexity import perplexity  # pylint: disable=import-outside-toplevel
