@@ -5,6 +5,7 @@ it is installed):
   tensorflow.serving.PredictionService/Predict           PredictRequest -> PredictResponse
   tensorflow.serving.PredictionService/GetModelMetadata  signature_def (SignatureDefMap)
   tensorflow.serving.ModelService/GetModelStatus         each version's state
+  tensorflow.serving.ModelService/HandleReloadConfigRequest  the model config changed
 
 so a stock client (`prediction_service_pb2_grpc.PredictionServiceStub`) works unchanged.
 Requests go through the same `service.Service` as the REST API's (checks, the batcher,
@@ -12,22 +13,26 @@ the versions); an error is the gRPC status of its canonical code, as TensorFlow 
 returns it (NOT_FOUND, INVALID_ARGUMENT, FAILED_PRECONDITION, UNAVAILABLE for a full
 queue; a message over max_request_bytes is RESOURCE_EXHAUSTED, grpcio's own limit).
 Classify, Regress and MultiInference are UNIMPLEMENTED (no log line). Each call is counted
-in /metrics as endpoint grpc_predict, grpc_metadata, grpc_status or grpc_unimplemented,
-with the gRPC code's name as code.
+in /metrics as endpoint grpc_predict, grpc_metadata, grpc_status, grpc_reload_config or
+grpc_unimplemented, with the gRPC code's name as code.
 """
 
 import asyncio
 import functools
 import time
 
+from absl import logging
 import grpc
 from tensorflow_serving.apis import get_model_metadata_pb2
 from tensorflow_serving.apis import get_model_status_pb2
+from tensorflow_serving.apis import model_management_pb2
 from tensorflow_serving.apis import model_service_pb2_grpc
 from tensorflow_serving.apis import predict_pb2
 from tensorflow_serving.apis import prediction_service_pb2_grpc
 
+from t2t_repro import errors
 from t2t_repro.serving import rest
+from t2t_repro.serving import servable as servable_lib
 
 _GRACE_SECONDS = 600  # longest wait for the calls under way at a stop
 
@@ -170,7 +175,7 @@ def _unimplemented(method):
 
 
 class _Models(model_service_pb2_grpc.ModelServiceServicer):
-  """ModelService: GetModelStatus."""
+  """ModelService: GetModelStatus and HandleReloadConfigRequest."""
 
   def __init__(self, service):
     self.service = service
@@ -186,6 +191,27 @@ class _Models(model_service_pb2_grpc.ModelServiceServicer):
       status.state = get_model_status_pb2.ModelVersionStatus.State.Value(state)
       status.status.error_code = 2 if error else 0  # tensorflow.error.Code UNKNOWN / OK
       status.status.error_message = error
+    return response
+
+  @_call("grpc_reload_config")
+  async def HandleReloadConfigRequest(self, request, context):  # pylint: disable=invalid-name
+    """Serves the request's ModelServerConfig (its model_config_list), as
+    tensorflow_model_server's ModelService does (`model_config.ModelConfig.reload`): OK once
+    the new config serves. A config the server cannot serve, or a model that does not load,
+    changes nothing: INVALID_ARGUMENT and one log line."""
+    model_config = self.service.model_config
+    if model_config is None:
+      raise rest.ApiError("FAILED_PRECONDITION", "this server's models are fixed: it has no "
+                          "model config to reload")
+    try:
+      await model_config.reload(servable_lib.config_models(request.config,
+                                                           "ReloadConfigRequest"))
+    except errors.DataError as e:
+      logging.error("model config of a ReloadConfigRequest not served, the old one serves on: "
+                    "%s", e)
+      raise rest.ApiError("INVALID_ARGUMENT", str(e)) from None
+    response = model_management_pb2.ReloadConfigResponse()
+    response.status.error_code = 0  # tensorflow.error.Code OK
     return response
 
 
@@ -226,3 +252,4 @@ def _columns(inputs, signature):
     raise rest.ApiError("INVALID_ARGUMENT", f"the inputs {', '.join(columns)} have different "
                         "batch sizes")
   return columns
+
