@@ -123,3 +123,29 @@ def test_kill_9_of_one_worker_ends_the_other_with_one_line_and_the_job_resumes(
   chief = _resume(multi30k_slice, model_dir, tmp_path, "restarted", last + 4)
   assert f"resumed from {model_dir}/ckpt-{last} at step {last}" in chief
 
+
+def test_sigterm_to_both_workers_during_a_dev_evaluation_stops_them_cleanly(
+    multi30k_slice, tmp_path):
+  """A signal during a dev evaluation of a job of several workers is a flag, as during the
+  steps: the evaluation ends, the workers stop together at the next update, the chief saves
+  it and removes its lock, both exit 0 (before, both died at once: exit 143, no message,
+  `.model.lock` left)."""
+  model_dir = tmp_path / "model"
+  procs = start_workers(_command(multi30k_slice, model_dir, 1000, "--eval_every_steps=3",
+                                 "--dev_bleu_lines=40"), tmp_path, "evaluating")
+  try:
+    deadline = time.monotonic() + 300
+    while "dev evaluation at step 3" not in log(tmp_path, "evaluating", 0):
+      assert all(p.poll() is None for p in procs) and time.monotonic() < deadline
+      time.sleep(0.05)
+    for p in procs:
+      p.send_signal(signal.SIGTERM)
+  finally:
+    codes = _finish(procs)
+  chief, worker = log(tmp_path, "evaluating", 0), log(tmp_path, "evaluating", 1)
+  assert codes == [0, 0], chief[-3000:] + worker[-3000:]
+  assert re.search(r"^dev step 3: loss ", chief, re.M), chief[-3000:]
+  assert "SIGTERM received: checkpoint saved at step 4, exiting" in chief, chief[-3000:]
+  assert re.search(r"SIGTERM received: stopping at step 4\b", worker), worker[-3000:]
+  assert _latest_step(model_dir) == 4
+  assert not (tmp_path / ".model.lock").exists()
