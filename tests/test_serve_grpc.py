@@ -1,7 +1,8 @@
 """TensorFlow Serving's gRPC API of python -m t2t_repro.serve, called with tensorflow-serving-
 api's stock stubs: every signature answers as the REST API (and serving_default as
 `translate`), errors have TensorFlow Serving's codes, a full queue is UNAVAILABLE, the
-metrics count the calls, and SIGTERM answers the calls under way."""
+metrics count the calls, the methods not offered are UNIMPLEMENTED without a log line, and
+SIGTERM answers the calls under way."""
 
 import concurrent.futures
 import logging

@@ -4,9 +4,11 @@ Multi30k text, with faults (docs/RELIABILITY.md):
 * SIGTERM to both: they agree on the update to stop at (the stop flag rides on the update's
   all-reduce), the chief saves it, both exit 0; restarted, the job resumes at that step,
   evaluates on dev twice and writes best/, ema/ and averaged/;
+* SIGTERM to both during a dev evaluation: the same clean stop, at the update after it;
 * kill -9 of one worker: the other ends within 60 s with exit 1 and one line naming the lost
   worker (TensorFlow's coordination service notices the missing heartbeats, or the chief's
-  closed address); restarted, the job resumes from the last checkpoint.
+  closed address), without TensorFlow's lines before it; restarted, the job resumes from the
+  last checkpoint.
 """
 
 import os
