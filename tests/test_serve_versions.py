@@ -1,7 +1,8 @@
 """Model versions picked up while serving, as tensorflow_model_server does: a new version is
 loaded and warmed up, then takes the requests (none fails meanwhile), the old one is drained
 and released; a removed version is replaced by the highest remaining one; a broken version is
-one log line and the served one goes on; memory does not grow over 20 reloads."""
+one log line and the served one goes on; memory does not grow over 20 reloads; the model
+config changed while serving (HandleReloadConfigRequest, the re-read config file)."""
 
 import asyncio
 import concurrent.futures
