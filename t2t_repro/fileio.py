@@ -4,7 +4,8 @@
 `txt_line_iterator` does, so line i of a source file stays aligned with line i of
 its target whatever other Unicode line breaks the text holds. `write_atomic` (and
 `write_json` on top of it) write through a temporary name and `os.replace`, so a
-reader never sees a half-written file and a failed command leaves the old file.
+reader never sees a half-written file and a failed command leaves the old file;
+`check_writable` refuses an output that cannot be written before a command does any work.
 """
 
 import contextlib
@@ -13,7 +14,7 @@ import os
 import sys
 
 from t2t_repro import staging
-from t2t_repro.errors import EncodingError, MissingDataError, writing
+from t2t_repro.errors import EncodingError, MissingDataError, WriteError, writing
 
 
 def decode_lines(data, path="<bytes>", first_line=1):
@@ -93,6 +94,35 @@ def read_lines(path):
   return decode_lines(data, path)
 
 
+def check_writable(path, inside=False):
+  """Refuses, before any work, an output file (or folder) `path` whose folder cannot be
+  written: the nearest existing folder on its way is a file, or it is read-only or refuses
+  this user. The commands check their outputs with it before loading a model.
+
+  Args:
+    path: the output.
+    inside: `path` is a folder the files are written into (not one staged beside it and
+      renamed): that folder, when it exists, is checked instead of its parent.
+
+  Raises:
+    WriteError: "{path}: cannot write it: {reason}; nothing was done", reason "FILE is a
+      file, not a folder", "read-only file system" or "permission denied".
+  """
+  if "://" in str(path):
+    return
+  folder = os.path.abspath(path) if inside else os.path.dirname(os.path.abspath(path))
+  while not os.path.lexists(folder):
+    folder = os.path.dirname(folder)
+  if not os.path.isdir(folder):
+    reason = f"{folder} is a file, not a folder"
+  elif not os.access(folder, os.W_OK | os.X_OK):
+    read_only = os.statvfs(folder).f_flag & os.ST_RDONLY
+    reason = "read-only file system" if read_only else "permission denied"
+  else:
+    return
+  raise WriteError(f"{path}: cannot write it: {reason}; nothing was done", path, reason)
+
+
 @contextlib.contextmanager
 def atomic_writer(path):
   """A binary file open for writing under a temporary name in `path`'s folder
@@ -102,6 +132,7 @@ def atomic_writer(path):
   `path` (`staging.remove_leftovers`). A full disk or a refused write raises one line naming
   `path` (`errors.writing`)."""
   folder, name = os.path.split(os.path.abspath(path))
+  check_writable(path)
   with writing(path):
     os.makedirs(folder, exist_ok=True)
     staging.remove_leftovers(folder, name)

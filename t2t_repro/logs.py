@@ -5,7 +5,8 @@ TensorFlow, is imported (never on import as a library). It silences what is not 
 user's business and gives every line one plain format:
 
 * TensorFlow's C++ log lines below `TF_CPP_MIN_LOG_LEVEL` (default here 2:
-  warnings and errors are kept), including the ones TensorFlow prints before it
+  warnings and errors are kept; 3 in a worker of a multi-worker job, TF_CONFIG set,
+  whose survivors of a lost worker would log their collectives' abort), including the ones TensorFlow prints before it
   reads that variable (the oneDNN / cudart / CPU-feature startup block, printed
   once per TensorFlow library, and `failed call to cuInit` on machines without a
   GPU driver), and sentencepiece's `normalizer.cc ... LOG(INFO)` line from
@@ -161,15 +162,19 @@ def setup(argv=None):
   Args:
     argv: the command line (default sys.argv), read for --verbosity / -v.
 
-  Sets TF_CPP_MIN_LOG_LEVEL (unless the environment has it) to 2, or 0 with
-  --verbosity >= 1; installs the stderr filter (level > 0), lowers TensorFlow's
+  Sets TF_CPP_MIN_LOG_LEVEL (unless the environment has it) to 2 (3 with TF_CONFIG set), or
+  0 with --verbosity >= 1; installs the stderr filter (level > 0), lowers TensorFlow's
   Python logger to WARNING and ignores tf.data's options UserWarning. Idempotent.
   """
   if _state["level"] is not None:
     return
   _state["started"] = time.monotonic()
   verbose = _verbosity(sys.argv if argv is None else argv) >= 1
-  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "0" if verbose else "2")
+  # A worker of a multi-worker job (TF_CONFIG): 3, also without errors, since a lost worker
+  # makes every survivor's collectives log their abort (E lines of ring_alg.cc,
+  # base_collective_executor.cc, ...) before the command's one line that names it.
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL",
+                        "0" if verbose else "3" if os.environ.get("TF_CONFIG") else "2")
   try:
     level = int(os.environ["TF_CPP_MIN_LOG_LEVEL"])
   except ValueError:

@@ -37,7 +37,7 @@ import time
 
 from absl import logging
 
-from t2t_repro import errors
+from t2t_repro import errors, fileio
 from t2t_repro.model_dir import HPARAMS_FILE
 
 _HOST = socket.gethostname()
@@ -129,8 +129,9 @@ def hold(path, command):
 
   Raises:
     LockedError: another process holds the lock, or a process of another host left it.
-    errors.WriteError: the folder, or the folder of its lock file, cannot be written
-      (permission, read-only file system): one line naming it, before any work.
+    errors.WriteError: the folder, or the folder of its lock file (its parent: the line
+      says so), cannot be written (permission, read-only file system, a file on its way):
+      one line naming it, before any work.
   """
   path = str(getattr(path, "path", path))
   if "://" in path:
@@ -146,8 +147,12 @@ def hold(path, command):
     return
   for target in (folder, os.path.dirname(os.path.abspath(folder))):
     if os.path.isdir(target) and not os.access(target, os.W_OK | os.X_OK):
+      where = "" if target == folder else (
+          f"; the lock of {folder}, {os.path.basename(lock)}, goes there (one writer per model "
+          "dir)")
       raise errors.WriteError(f"{target}: cannot write into this folder (read-only or permission "
-                              "denied); nothing was done", target, "read-only")
+                              f"denied){where}; nothing was done", target, "read-only")
+  fileio.check_writable(folder)  # a file on its way
   with errors.writing(folder):
     made = _made_parents(os.path.dirname(lock))
     fd = _open_locked(lock, folder)

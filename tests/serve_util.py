@@ -1,5 +1,6 @@
 """Helpers of the server tests: an in-process server on a free loopback port, a servable
-whose decoding waits at a gate, and the server as a subprocess."""
+whose decoding waits at a gate, one whose decoding calls are timed, and the server as a
+subprocess."""
 
 import contextlib
 import os
@@ -42,21 +43,45 @@ def running(servable, max_request_bytes=http_app.DEFAULT_MAX_REQUEST_BYTES, serv
     thread.join(60)
 
 
-class Gated:
-  """`servable` whose decoding calls wait until `gate` is set (to hold the decoding thread
-  busy while a test fills the queue)."""
+class _Wrapped:
+  """`servable` (under the model name `name`, default its own) with its `run` wrapped."""
 
-  def __init__(self, servable):
-    self._servable, self.gate = servable, threading.Event()
-    self.name, self.version = servable.name, servable.version
+  def __init__(self, servable, name=None):
+    self._servable = servable
+    self.name, self.version = name or servable.name, servable.version
     self.signatures = servable.signatures
 
   def __getattr__(self, name):
     return getattr(self._servable, name)
 
+
+class Gated(_Wrapped):
+  """`servable` whose decoding calls wait until `gate` is set (to hold the decoding thread
+  busy while a test fills the queue)."""
+
+  def __init__(self, servable, name=None):
+    super().__init__(servable, name)
+    self.gate = threading.Event()
+
   def run(self, signature_name, columns):
     assert self.gate.wait(120), "the gate was never opened"
     return self._servable.run(signature_name, columns)
+
+
+class Timed(_Wrapped):
+  """`servable` served as the model `name` (a second model of the same export) that records
+  the seconds of each decoding call (of each batch) in `seconds`."""
+
+  def __init__(self, servable, name):
+    super().__init__(servable, name)
+    self.seconds = []
+
+  def run(self, signature_name, columns):
+    started = time.perf_counter()
+    try:
+      return self._servable.run(signature_name, columns)
+    finally:
+      self.seconds.append(time.perf_counter() - started)
 
 
 def start_server(model_base_path, *flags):

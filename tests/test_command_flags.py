@@ -73,7 +73,11 @@ _BOTH_BATCH_FLAGS = ("{command}: error: --batch_tokens=100 and --decode_batch_to
      _BOTH_BATCH_FLAGS),
     ("tune", ["--batch_tokens=100", "--decode_batch_tokens=200"], _BOTH_BATCH_FLAGS),
     ("export", ["--export_dir=e", "--batch_tokens=100", "--decode_batch_tokens=200"],
-     _BOTH_BATCH_FLAGS)])
+     _BOTH_BATCH_FLAGS),
+    ("average", ["--checkpoints=model/ckpt-120", "--average_last=1", "--output_dir=out"],
+     "average: error: --checkpoints=model/ckpt-120 and --average_last=1 cannot both be given: "
+     "--checkpoints names the checkpoints to average, --average_last takes the last ones of "
+     "--model_dir: give one\n")])
 def test_flags_that_cannot_both_be_given_are_refused_before_anything_runs(tmp_path, command,
                                                                           args, message):
   model_dir = tmp_path / "model"

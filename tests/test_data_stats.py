@@ -48,3 +48,15 @@ def test_throughput_needs_an_epoch_after_the_first():
   from t2t_repro.data import stats  # pylint: disable=import-outside-toplevel
   with pytest.raises(ValueError, match="epochs must be >= 1"):
     stats.throughput([("a", "b")], None, 64, 8, 1, 0)
+
+
+def test_an_unknown_split_is_refused_before_the_vocabulary_is_learnt(shared_data_dir, tmp_path):
+  result = subprocess.run(
+      [sys.executable, "-m", "t2t_repro.stats", "--problem=translate_ende_multi30k",
+       f"--data_dir={shared_data_dir}", "--splits=dev,nope", f"--vocab_dir={tmp_path}"],
+      cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False)
+  assert (result.returncode, result.stderr.splitlines()[-1:]) == (2, [
+      "stats: error: --splits: unknown split 'nope'; the splits of translate_ende_multi30k "
+      "are: train, dev, test, test_2016_flickr, test_2017_flickr, test_2017_mscoco, "
+      "test_2018_flickr"]), result.stderr[-3000:]
+  assert os.listdir(tmp_path) == []

@@ -60,7 +60,10 @@ def test_a_truncated_checkpoint_index_is_called_corrupt(tmp_path, shared_data_di
       ("score", [f"--model_dir={model_dir}", f"--src={text}", f"--tgt={text}"]),
       ("validate", [f"--model_dir={model_dir}", f"--src={text}", f"--tgt={text}"]),
       ("average", [f"--model_dir={model_dir}", "--average_last=1",
-                   f"--output_dir={tmp_path / 'averaged'}"])):
+                   f"--output_dir={tmp_path / 'averaged'}"]),
+      ("export", [f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'export'}"]),
+      ("export", [f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'ct2'}",
+                  "--format=ctranslate2"])):
     line = error_line(run_command("", command, *args), DATA_EXIT, command)
     assert line == f"{command}: error: {corrupt}"
   assert _snapshot(tmp_path) == before
@@ -253,3 +256,47 @@ def test_an_invalid_hparams_json_is_a_data_error_from_every_command(tmp_path, sh
     assert line == f"{command}: error: {invalid}"
   assert _snapshot(model_dir) == before
   assert not (tmp_path / "export").exists() and not (tmp_path / "averaged").exists()
+
+
+# os.access says this user cannot write into the folder REFUSED (chmod 555 for a user other
+# than root).
+_REFUSED = """
+    import os
+    REFUSED, access = {folder!r}, os.access
+    os.access = lambda path, mode, **k: (False if str(path) == REFUSED and mode & os.W_OK
+                                         else access(path, mode, **k))
+    """
+
+
+def test_an_output_that_cannot_be_written_is_refused_before_any_loading(tmp_path,
+                                                                        shared_data_dir, text):
+  """Every command that writes a file checks its output first: an output whose folder is a
+  file (`--output_file=FILE/out.de`) or a folder it cannot write is one line, exit 1, before
+  the model is loaded: the model dir's checkpoint is corrupt, which loading would report."""
+  model_dir = tmp_path / "model"
+  shutil.copytree(make_model_dir(tmp_path / "source", shared_data_dir), model_dir)
+  _truncate(model_dir / "ckpt-7.index")
+  refused = tmp_path / "refused"
+  refused.mkdir()
+  before = _snapshot(tmp_path)
+  model = f"--model_dir={model_dir}"
+  cases = [  # (command, args, output flag, output folder)
+      ("translate", [model, f"--input_file={text}"], "output_file", text),
+      ("translate", [model, f"--input_file={text}", "--alignments=hard"], "alignment_file", text),
+      ("score", [model, f"--src={text}", f"--tgt={text}"], "output_file", text),
+      ("validate", [model, f"--src={text}", f"--tgt={text}"], "output_json", text),
+      ("export", [model], "export_dir", text),
+      ("average", [model, "--average_last=1"], "output_dir", text),
+      ("train", _train_args(tmp_path / "unused", text), "model_dir", text),  # the last wins
+      ("plot_attention", [model, "--source=a man ."], "output_dir", text),
+      ("parse", ["--mode=evaluate", f"--gold={text}", f"--test={text}"], "output_json", text),
+      ("translate", [model, f"--input_file={text}"], "output_file", refused),
+      ("export", [model, "--format=ctranslate2"], "export_dir", refused)]
+  for command, args, flag, folder in cases:
+    target = folder / "out"
+    result = run_command(_REFUSED.format(folder=str(refused)), command, *args,
+                         f"--{flag}={target}")
+    reason = "permission denied" if folder == refused else f"{text} is a file, not a folder"
+    assert error_line(result, DATA_EXIT, command) == (
+        f"{command}: error: {target}: cannot write it: {reason}; nothing was done")
+  assert _snapshot(tmp_path) == before

@@ -14,7 +14,7 @@ import time
 import httpx
 import pytest
 
-from serve_util import Gated, metric, running, start_server
+from serve_util import Gated, Timed, metric, running, start_server
 from t2t_repro.serving.servable import Servable
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -172,6 +172,38 @@ def test_a_full_queue_answers_503_with_retry_after_and_every_request_gets_an_ans
   for response in refused:
     assert response.headers["retry-after"] == "1"
     assert "queue" in response.json()["error"] and "full" in response.json()["error"]
+
+
+def test_a_flood_of_one_model_does_not_stall_another(servable):
+  """32 clients send 4 sentences each, 3 times over, to model A (batches of 16 rows, one
+  decoding thread) while one client sends single sentences to model B. The queues take turns
+  (TensorFlow Serving's shared batch scheduler): B's batch waits for the batch of A under way
+  and its own batch_timeout_micros, not for A's queue, so B's slowest answer is within a few
+  of A's batch decoding times (as measured here) plus B's slowest answer alone."""
+  flood, other = Timed(servable, "A"), Timed(servable, "B")
+  lines = [f"A man number {i} rides a red bike down the street." for i in range(4)]
+  with running([flood, other], max_batch_size=16, max_enqueued_batches=16) as (base, _):
+    def seconds(model, sentences):
+      started = time.perf_counter()
+      assert _predict(base, {"instances": sentences}, model=model).status_code == 200
+      return time.perf_counter() - started
+
+    for _ in range(2):  # the first calls trace the graph
+      seconds("B", ["A dog runs."])
+    alone = [seconds("B", ["A dog runs."]) for _ in range(5)]
+    with concurrent.futures.ThreadPoolExecutor(32) as pool:
+      clients = [pool.submit(lambda: [seconds("A", lines) for _ in range(3)]) for _ in range(32)]
+      deadline = time.monotonic() + 60
+      while metric(httpx.get(f"{base}/metrics").text, "t2t_serve_queue_batches") < 4:
+        assert time.monotonic() < deadline, "A's requests did not queue up"
+        time.sleep(0.01)
+      during = []
+      while not all(client.done() for client in clients):
+        during.append(seconds("B", ["A dog runs."]))
+      for client in clients:
+        client.result()
+  bound = 3 * max(flood.seconds) + max(alone)
+  assert during and max(during) < bound, (during, alone, flood.seconds)
 
 
 def test_a_client_that_disconnects_does_not_disturb_the_others(servable):

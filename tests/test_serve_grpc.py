@@ -1,9 +1,11 @@
 """TensorFlow Serving's gRPC API of python -m t2t_repro.serve, called with tensorflow-serving-
 api's stock stubs: every signature answers as the REST API (and serving_default as
 `translate`), errors have TensorFlow Serving's codes, a full queue is UNAVAILABLE, the
-metrics count the calls, and SIGTERM answers the calls under way."""
+metrics count the calls, the methods not offered are UNIMPLEMENTED without a log line, and
+SIGTERM answers the calls under way."""
 
 import concurrent.futures
+import logging
 import signal
 import subprocess
 import sys
@@ -14,11 +16,14 @@ import httpx
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow_serving.apis import classification_pb2
 from tensorflow_serving.apis import get_model_metadata_pb2
 from tensorflow_serving.apis import get_model_status_pb2
+from tensorflow_serving.apis import inference_pb2
 from tensorflow_serving.apis import model_service_pb2_grpc
 from tensorflow_serving.apis import predict_pb2
 from tensorflow_serving.apis import prediction_service_pb2_grpc
+from tensorflow_serving.apis import regression_pb2
 
 from serve_util import Gated, metric, running, start_server
 from t2t_repro.serving.servable import Servable
@@ -102,6 +107,13 @@ def test_each_signature_answers_as_rest_and_translate(servable, trained_run):
   assert [t.decode() for t in translations["translations"]] == cli.stdout.splitlines()
 
 
+def _negative_dimension():
+  """A request whose TensorProto of 3 strings says dim size=-3."""
+  request = _request({"sentences": ["A dog.", "A cat.", "A bird."]})
+  request.inputs["sentences"].tensor_shape.dim[0].size = -3
+  return request
+
+
 def test_errors_have_tensorflow_servings_codes(servable):
   gated = Gated(servable)
   cases = [  # (request, code, words)
@@ -114,6 +126,12 @@ def test_errors_have_tensorflow_servings_codes(servable):
        'signature name: "nope" not found'),
       (_request({"inputs": np.array([[5, 6]], np.int32)}, signature="translate_ids"),
        grpc.StatusCode.INVALID_ARGUMENT, "ending with one EOS"),
+      (_request({"inputs": np.array([[25, 40, 1]], np.int8)}, signature="translate_ids"),
+       grpc.StatusCode.INVALID_ARGUMENT, "must be int32 of rank 2 (shape [batch, len]); got int8"),
+      (_request({"inputs": np.array([[25, 40, 1]], np.int64)}, signature="translate_ids"),
+       grpc.StatusCode.INVALID_ARGUMENT, "must be int32 of rank 2 (shape [batch, len]); got int64"),
+      (_negative_dimension(), grpc.StatusCode.INVALID_ARGUMENT,
+       "tensor parsing error: input 'sentences' has a negative dimension (shape [-3])"),
   ]
   with running(gated, grpc=True, max_batch_size=1, max_enqueued_batches=1,
                batch_timeout_micros=0) as (_, app):
@@ -153,3 +171,21 @@ def test_sigterm_answers_the_grpc_calls_under_way(exported_model):
   finally:
     if process.poll() is None:
       process.kill()
+
+
+def test_the_methods_not_offered_answer_unimplemented_without_a_log_line(servable, caplog):
+  """Classify, Regress and MultiInference: UNIMPLEMENTED, counted in /metrics, and nothing in
+  the server's log (grpcio logged the stubs' NotImplementedError with a traceback)."""
+  with running(servable, grpc=True) as (base, app):
+    stub = _stub(app.state.grpc_port)
+    for method, request in ((stub.Classify, classification_pb2.ClassificationRequest()),
+                            (stub.Regress, regression_pb2.RegressionRequest()),
+                            (stub.MultiInference, inference_pb2.MultiInferenceRequest())):
+      with pytest.raises(grpc.RpcError) as error:
+        method(request, timeout=60)
+      assert error.value.code() == grpc.StatusCode.UNIMPLEMENTED
+      assert "is not offered by this server: use Predict" in error.value.details()
+    text = httpx.get(f"{base}/metrics").text
+  assert metric(text, "t2t_serve_requests_total", endpoint="grpc_unimplemented",
+                code="UNIMPLEMENTED") == 3
+  assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []

@@ -1,12 +1,14 @@
 """Model versions picked up while serving, as tensorflow_model_server does: a new version is
 loaded and warmed up, then takes the requests (none fails meanwhile), the old one is drained
 and released; a removed version is replaced by the highest remaining one; a broken version is
-one log line and the served one goes on; memory does not grow over 20 reloads."""
+one log line and the served one goes on; memory does not grow over 20 reloads; the model
+config changed while serving (HandleReloadConfigRequest, the re-read config file)."""
 
 import asyncio
 import concurrent.futures
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -171,3 +173,94 @@ def test_memory_does_not_grow_over_20_reloads(exported_model, tmp_path):
   early = sum(measured[i] for i in range(3, 8)) / 5
   late = sum(measured[i] for i in range(16, 21)) / 5
   assert late - early < 200, measured
+
+
+def _config(path, models):
+  """Writes a model config file of `models` {name: base path}, replacing it at once."""
+  text = "model_config_list {\n" + "".join(
+      f'  config {{ name: "{name}" base_path: "{base}" }}\n' for name, base in models.items()) + "}\n"
+  (path.parent / "tmp.config").write_text(text, encoding="utf-8")
+  os.replace(path.parent / "tmp.config", path)
+
+
+def _reload(port, models):
+  """ModelService/HandleReloadConfigRequest with the config of `models` {name: base path}."""
+  import grpc  # pylint: disable=import-outside-toplevel
+  from tensorflow_serving.apis import model_management_pb2  # pylint: disable=import-outside-toplevel
+  from tensorflow_serving.apis import model_service_pb2_grpc  # pylint: disable=import-outside-toplevel
+  request = model_management_pb2.ReloadConfigRequest()
+  for name, base in models.items():
+    model = request.config.model_config_list.config.add()
+    model.name, model.base_path = name, str(base)
+  with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+    return model_service_pb2_grpc.ModelServiceStub(channel).HandleReloadConfigRequest(
+        request, timeout=300)
+
+
+def test_the_model_config_changed_while_serving(exported_model, early_export, tmp_path):
+  """As tensorflow_model_server: HandleReloadConfigRequest adds a model; a config whose model
+  cannot load is INVALID_ARGUMENT and one log line, the old config serving on; the file,
+  re-read every --model_config_file_poll_wait_seconds, removes a model and gives another a new
+  base path (loaded and warmed up first: a client of that model never fails); a broken file is
+  one log line."""
+  import grpc  # pylint: disable=import-outside-toplevel
+  config = tmp_path / "models.config"
+  _config(config, {"a": exported_model})
+  new, old = _translation(exported_model / "1"), _translation(early_export)
+  process = subprocess.Popen(
+      [sys.executable, "-m", "t2t_repro.serve", f"--model_config_file={config}",
+       "--model_config_file_poll_wait_seconds=1", "--file_system_poll_wait_seconds=0",
+       "--rest_api_port=0", "--port=0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+      text=True)
+  try:
+    line = process.stdout.readline()
+    assert "model a version 1" in line, line + process.stderr.read()[-3000:]
+    url = line.split(" at ")[1].split("/ ")[0]
+    port = int(line.rsplit("gRPC: 127.0.0.1:", 1)[1].rstrip(")\n"))
+
+    def translate(name):
+      response = httpx.post(f"{url}/v1/models/{name}:predict", json={"instances": [_LINE]},
+                            timeout=300)
+      return response.status_code, response.json()["predictions"][0]["translations"] if (
+          response.status_code == 200) else None
+
+    assert _reload(port, {"a": exported_model, "b": exported_model}).status.error_code == 0
+    assert translate("a") == translate("b") == (200, new)
+    with pytest.raises(grpc.RpcError) as broken:
+      _reload(port, {"a": exported_model, "c": tmp_path / "none"})
+    assert broken.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert broken.value.details() == f"model c: model_base_path {tmp_path / 'none'}: no such folder"
+    assert translate("c")[0] == 404 and translate("b") == (200, new)
+
+    answers, stop = [], threading.Event()
+
+    def client():
+      while not stop.is_set():
+        answers.append(translate("b"))
+
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+      clients = [pool.submit(client) for _ in range(2)]
+      _config(config, {"b": early_export.parent})
+      deadline = time.monotonic() + 180
+      while not answers or answers[-1] != (200, old):
+        assert time.monotonic() < deadline and all(not c.done() for c in clients), answers[-3:]
+        time.sleep(0.1)
+      stop.set()
+      for done in clients:
+        done.result(timeout=300)
+    assert set(answers) <= {(200, new), (200, old)} and answers[0] == (200, new)
+    assert translate("a")[0] == 404
+    config.write_text("model_config_list { config { nme: 1 } }", encoding="utf-8")
+    time.sleep(2.5)  # two polls of the file
+    assert translate("b") == (200, old)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=120) == 0
+    stderr = process.stderr.read()
+  finally:
+    if process.poll() is None:
+      process.kill()
+  assert "Traceback" not in stderr, stderr[-3000:]
+  refused = [line for line in stderr.splitlines() if "the old one serves on" in line]
+  assert len(refused) == 2, stderr[-3000:]
+  assert "ReloadConfigRequest" in refused[0] and "model c:" in refused[0]
+  assert f"model config {config} not served" in refused[1] and "nme" in refused[1]

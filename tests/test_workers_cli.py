@@ -4,9 +4,11 @@ Multi30k text, with faults (docs/RELIABILITY.md):
 * SIGTERM to both: they agree on the update to stop at (the stop flag rides on the update's
   all-reduce), the chief saves it, both exit 0; restarted, the job resumes at that step,
   evaluates on dev twice and writes best/, ema/ and averaged/;
+* SIGTERM to both during a dev evaluation: the same clean stop, at the update after it;
 * kill -9 of one worker: the other ends within 60 s with exit 1 and one line naming the lost
   worker (TensorFlow's coordination service notices the missing heartbeats, or the chief's
-  closed address); restarted, the job resumes from the last checkpoint.
+  closed address), without TensorFlow's lines before it; restarted, the job resumes from the
+  last checkpoint.
 """
 
 import os
@@ -111,6 +113,9 @@ def test_kill_9_of_one_worker_ends_the_other_with_one_line_and_the_job_resumes(
   output = log(tmp_path, "killed", survivor)
   assert code == 1, output[-3000:]
   assert "Traceback" not in output, output[-3000:]
+  # Not TensorFlow's lines of the aborted collectives (ring_alg.cc, ...) before it.
+  assert not re.search(r"^[IWEF]\d{4} |^The tasks have crashed|Additional GRPC error", output,
+                       re.M), output[-3000:]
   lines = [line for line in output.splitlines() if line.startswith("train: error: ")]
   assert len(lines) == 1, output[-3000:]
   assert f"lost worker /job:worker/task:{killed} " in lines[0]
@@ -119,3 +124,30 @@ def test_kill_9_of_one_worker_ends_the_other_with_one_line_and_the_job_resumes(
 
   chief = _resume(multi30k_slice, model_dir, tmp_path, "restarted", last + 4)
   assert f"resumed from {model_dir}/ckpt-{last} at step {last}" in chief
+
+
+def test_sigterm_to_both_workers_during_a_dev_evaluation_stops_them_cleanly(
+    multi30k_slice, tmp_path):
+  """A signal during a dev evaluation of a job of several workers is a flag, as during the
+  steps: the evaluation ends, the workers stop together at the next update, the chief saves
+  it and removes its lock, both exit 0 (before, both died at once: exit 143, no message,
+  `.model.lock` left)."""
+  model_dir = tmp_path / "model"
+  procs = start_workers(_command(multi30k_slice, model_dir, 1000, "--eval_every_steps=3",
+                                 "--dev_bleu_lines=40"), tmp_path, "evaluating")
+  try:
+    deadline = time.monotonic() + 300
+    while "dev evaluation at step 3" not in log(tmp_path, "evaluating", 0):
+      assert all(p.poll() is None for p in procs) and time.monotonic() < deadline
+      time.sleep(0.05)
+    for p in procs:
+      p.send_signal(signal.SIGTERM)
+  finally:
+    codes = _finish(procs)
+  chief, worker = log(tmp_path, "evaluating", 0), log(tmp_path, "evaluating", 1)
+  assert codes == [0, 0], chief[-3000:] + worker[-3000:]
+  assert re.search(r"^dev step 3: loss ", chief, re.M), chief[-3000:]
+  assert "SIGTERM received: checkpoint saved at step 4, exiting" in chief, chief[-3000:]
+  assert re.search(r"SIGTERM received: stopping at step 4\b", worker), worker[-3000:]
+  assert _latest_step(model_dir) == 4
+  assert not (tmp_path / ".model.lock").exists()

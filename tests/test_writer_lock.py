@@ -208,6 +208,15 @@ def test_a_read_only_model_dir_is_one_line_before_any_work(tmp_path, shared_data
     assert error_line(result, DATA_EXIT, command) == f"{command}: error: {read_only}"
     assert "BLEU" not in result.stdout  # refused before the grid is decoded
   assert not (model_dir / "decoding.json").exists() and not (model_dir / "averaged").exists()
+  # A writable model dir in a read-only folder: its lock goes there, and the line says so.
+  inject = _READ_ONLY.format(folder=str(tmp_path))
+  result = run_command(inject, "average", f"--model_dir={model_dir}", "--average_last=1",
+                       f"--output_dir={model_dir / 'averaged'}")
+  assert error_line(result, DATA_EXIT, "average") == (
+      f"average: error: {tmp_path}: cannot write into this folder (read-only or permission "
+      f"denied); the lock of {model_dir}, .model.lock, goes there (one writer per model dir); "
+      "nothing was done")
+  assert not (model_dir / "averaged").exists()
 
 
 def test_nested_holds_of_one_process_are_one(tmp_path):

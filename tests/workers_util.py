@@ -25,7 +25,8 @@ def start_workers(command, log_dir, name):
   for index in range(2):
     env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster,
                                                  "task": {"type": "worker", "index": index}}),
-               TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="", PYTHONUNBUFFERED="1")
+               CUDA_VISIBLE_DEVICES="", PYTHONUNBUFFERED="1")
+    env.pop("TF_CPP_MIN_LOG_LEVEL", None)  # the command's own default
     with open(log_dir / f"{name}.w{index}.log", "wb") as log:
       procs.append(subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT))
   return procs

@@ -89,7 +89,10 @@ CONFLICTS = {
     ("save_checkpoints_steps", "save_checkpoints_secs"):
         "checkpoints are saved by steps or by time: give one (the other 0: off)",
     ("batch_tokens", "decode_batch_tokens"):
-        "--batch_tokens is the deprecated name of --decode_batch_tokens: give only the latter"}
+        "--batch_tokens is the deprecated name of --decode_batch_tokens: give only the latter",
+    ("checkpoints", "average_last"):
+        "--checkpoints names the checkpoints to average, --average_last takes the last ones of "
+        "--model_dir: give one"}
 
 
 def given(argv):

@@ -14,7 +14,7 @@ import time
 
 from absl import flags
 
-from t2t_repro import errors, logs
+from t2t_repro import errors, fileio, logs
 from t2t_repro.commands import config_flags, shared_flags
 from t2t_repro.config import decode as decode_config
 from t2t_repro.serving import LITERT_QUANTIZATIONS, QUANTIZATIONS
@@ -63,6 +63,7 @@ def main(argv):
   if FLAGS.format == "tflite" and FLAGS.inference_dtype != "float32":
     raise errors.UsageError("--inference_dtype is the SavedModel's; --format=tflite takes "
                             "--quantization (none, float16, dynamic_range)")
+  fileio.check_writable(FLAGS.export_dir)  # built in a staging folder beside it
   started = time.monotonic()
   if FLAGS.format == "tflite":
     _export_litert(started)
@@ -74,7 +75,7 @@ def main(argv):
           FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint_path,
           quantization=FLAGS.quantization, overwrite=FLAGS.overwrite, beam_size=FLAGS.beam_size,
           alpha=FLAGS.alpha, decode_extra_length=FLAGS.decode_extra_length, n_best=FLAGS.n_best)
-    except errors.UsageError:
+    except (errors.UsageError, errors.DataError):  # a corrupt checkpoint is data: exit 1
       raise
     except ValueError as e:
       raise errors.UsageError(f"--format=ctranslate2: {e}") from None

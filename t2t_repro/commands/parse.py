@@ -400,4 +400,7 @@ _MODES = {
 def main(argv):
   if len(argv) > 1:
     raise errors.UsageError(f"unexpected arguments: {argv[1:]}")
+  for name in ("output_dir", "output", "output_json"):  # before any work
+    if FLAGS[name].value:
+      fileio.check_writable(FLAGS[name].value)
   _MODES[FLAGS.mode]()

@@ -4,7 +4,7 @@
 
 from absl import flags
 
-from t2t_repro import errors
+from t2t_repro import errors, fileio
 from t2t_repro.commands import config_flags, shared_flags
 from t2t_repro.decoding import attention_plot
 from t2t_repro.config import decode as decode_config
@@ -29,6 +29,7 @@ def define_flags():
 def main(argv):
   if len(argv) > 1:
     raise errors.UsageError(f"unexpected arguments: {argv[1:]}")
+  fileio.check_writable(FLAGS.output_dir, inside=True)  # before loading
   from t2t_repro.decoding.loading import load_for_inference  # pylint: disable=import-outside-toplevel
   model, hparams, tokenizer = load_for_inference(FLAGS.model_dir, FLAGS.checkpoint_path)
   try:

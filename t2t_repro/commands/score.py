@@ -118,6 +118,8 @@ def main(argv):
     raise errors.UsageError(f"unexpected arguments: {argv[1:]}")
   for path in (FLAGS.src, FLAGS.tgt):
     _open(path).close()
+  if FLAGS.output_file:
+    fileio.check_writable(FLAGS.output_file)
   from t2t_repro.decoding import loading, scoring  # pylint: disable=import-outside-toplevel
   model, hparams, tokenizer, _ = loading.load_models(  # tune's alpha; scoring has no beam
       loading.split_names(FLAGS.model_dir), loading.split_names(FLAGS.checkpoint_path),

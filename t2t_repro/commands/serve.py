@@ -7,7 +7,8 @@ Flags named as tensorflow_model_server's: --model_base_path (a folder of numbere
 each a SavedModel of `python -m t2t_repro.export` or a CTranslate2 export of its
 --format=ctranslate2; the highest is served, and a new one is picked up every
 --file_system_poll_wait_seconds), --model_name, or --model_config_file for
-several models; the settings (ports, batching, request size, polling) are generated from the
+several models (re-read every --model_config_file_poll_wait_seconds, and replaced by
+ModelService/HandleReloadConfigRequest: `t2t_repro.serving.model_config`); the settings (ports, batching, request size, polling) are generated from the
 fields of `t2t_repro.config.serving`. Binds 127.0.0.1 unless --rest_api_host says otherwise.
 SIGTERM or Ctrl-C: stops accepting connections, answers the requests under way, exits 0
 (130 for Ctrl-C). The APIs, the page at / and the metrics: docs/SERVING.md,
@@ -52,22 +53,27 @@ def main(argv):
   except ImportError as e:
     raise errors.UsageError(f"the server needs the serve extra: pip install 't2t_repro[serve]' "
                             f"({e})") from None
-  from t2t_repro.serving import servable, version_folder, versions  # pylint: disable=import-outside-toplevel
+  # pylint: disable-next=import-outside-toplevel
+  from t2t_repro.serving import model_config, servable, version_folder, versions
   config = ServerConfig(**config_flags.values(ServerConfig))
   options = BatchingOptions(**config_flags.values(BatchingOptions))
   models = ([(FLAGS.model_name, FLAGS.model_base_path, "")] if FLAGS.model_base_path else
             servable.read_model_config(FLAGS.model_config_file))
-  found = [(name, base_path, platform, *servable.latest_version(base_path))
-           for name, base_path, platform in models]
+  for _, base_path, _ in models:
+    servable.latest_version(base_path)  # a missing version: one line, before listening
   listener = _listen(config.rest_api_host, config.rest_api_port, "rest_api_port")
   if config.port:
     _listen(config.rest_api_host, config.port, "port").close()  # free now: grpcio binds it
   servable.configure_threads(options)
-  served = [versions.ModelVersions(
-      name, version_folder.load_warm(name, version, path, options, platform), base_path,
-      lambda v, p, name=name, platform=platform: version_folder.load_warm(name, v, p, options,
-                                                                          platform))
-            for name, base_path, platform, version, path in found]
+
+  def load_model(name, base_path, platform):
+    """The `ModelVersions` of a model config's entry, its latest version loaded and warm."""
+    version, path = servable.latest_version(base_path)
+    return versions.ModelVersions(
+        name, version_folder.load_warm(name, version, path, options, platform), base_path,
+        lambda v, p: version_folder.load_warm(name, v, p, options, platform))
+
+  served = [load_model(*model) for model in models]
   host, port = listener.getsockname()[:2]
 
   def started(grpc_port):
@@ -76,9 +82,12 @@ def main(argv):
     print(f"serving {names} at http://{host}:{port}/ (REST API: /v1/models/{served[0].name}; "
           f"gRPC: {host}:{grpc_port})", flush=True)
 
+  models_service = service.Service(served, options, config.file_system_poll_wait_seconds)
+  models_service.model_config = model_config.ModelConfig(
+      models_service, models, load_model, FLAGS.model_config_file,
+      config.model_config_file_poll_wait_seconds)
   app = http_app.create_app(
-      None, None, config.max_request_bytes,
-      service.Service(served, options, config.file_system_poll_wait_seconds),
+      None, None, config.max_request_bytes, models_service,
       grpc_address=(config.rest_api_host, config.port), on_started=started)
   server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False,
                                          timeout_graceful_shutdown=None))
@@ -86,7 +95,7 @@ def main(argv):
   # handled, it must not kill the process (exit status 0).
   signal.signal(signal.SIGTERM, lambda signum, frame: None)
   server.run(sockets=[listener])
-  print(f"stopped serving {', '.join(m.name for m in served)}", flush=True)
+  print(f"stopped serving {', '.join(models_service.models)}", flush=True)
 
 
 def _listen(host, port, flag):

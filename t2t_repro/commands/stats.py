@@ -53,6 +53,10 @@ def main(argv):
         "problem", FLAGS.problem, problems.list_problems(), "registered problems are"))
   problem = problems.get_problem(FLAGS.problem, FLAGS.data_dir,
                                  **{name: FLAGS[name].value for name in SPLIT_FILE_FLAGS})
+  for split in FLAGS.splits or ():  # before the vocabulary is learnt
+    if split not in problem.splits:
+      raise errors.UsageError("`splits`: " + errors.unknown(
+          "split", split, problem.splits, f"the splits of {problem.name} are"))
   vocab_size = FLAGS.vocab_size or problem.vocab_size_default
   cache_dir = FLAGS.vocab_dir or vocab.default_cache_dir()
   path = vocab.get_or_learn_vocab(problem, vocab_size, cache_dir)

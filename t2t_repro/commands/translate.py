@@ -194,6 +194,9 @@ def main(argv):
   if bool(FLAGS.alignments) != bool(FLAGS.alignment_file):
     raise errors.UsageError("--alignments and --alignment_file go together")
   given = _decode_flags()
+  for path in (FLAGS.output_file, FLAGS.alignment_file):
+    if path:
+      fileio.check_writable(path)
   if _streaming():
     _translate_stream(_translator(given))
     return

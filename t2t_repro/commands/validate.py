@@ -10,8 +10,11 @@ t2t-eval do. The data is one of
 * neither: the --split of the problem and files the run was trained on (its flags.json).
 
 Pairs with an empty side are skipped (as in training); a side longer than the model's
-max_length is cut to it, as the trainer's dev loss does, so on the same checkpoint the
-result equals the dev `nll`/`ppl` the trainer logged (`training.perplexity`). Prints one
+max_length is cut to it, and a run trained with --mixed_precision=mixed_bfloat16 (its
+flags.json) is scored in that precision, as the trainer's dev loss is, so on the same
+checkpoint the result equals the dev `nll`/`ppl` the trainer logged (`training.perplexity`).
+A mixed_float16 run is scored in float32, which the trainer's float16 value may differ from
+in its last digits. Prints one
 line on stdout; --output_json also writes {"nll", "ppl", "target_pieces", "pairs",
 "checkpoint", "data"}.
 """
@@ -43,12 +46,19 @@ def define_flags():
 def main(argv):
   if len(argv) > 1:
     raise errors.UsageError(f"unexpected arguments: {argv[1:]}")
+  if FLAGS.output_json:
+    fileio.check_writable(FLAGS.output_json)
   pairs, data, _ = split_flags.corpus(FLAGS.model_dir)
   from t2t_repro.decoding import loading  # pylint: disable=import-outside-toplevel
   from t2t_repro.training.perplexity import perplexity  # pylint: disable=import-outside-toplevel
-  checkpoint = ModelDir(FLAGS.model_dir).resolve_checkpoint(FLAGS.checkpoint_path)
-  logging.info("loading %s", checkpoint)
-  model, hparams, tokenizer = loading.load_for_inference(FLAGS.model_dir, checkpoint)
+  model_dir = ModelDir(FLAGS.model_dir)
+  checkpoint = model_dir.resolve_checkpoint(FLAGS.checkpoint_path)
+  # The run's precision, as the trainer's dev loss (a mixed_float16 run: float32).
+  dtype = ("bfloat16" if model_dir.read_flags().get("mixed_precision") == "mixed_bfloat16"
+           else "float32")
+  logging.info("loading %s (computing in %s)", checkpoint, dtype)
+  model, hparams, tokenizer = loading.load_for_inference(FLAGS.model_dir, checkpoint,
+                                                         inference_dtype=dtype)
   logging.info("computing the perplexity on %s (one pass over the pairs)", data)
   try:
     result = perplexity(model, tokenizer, pairs,

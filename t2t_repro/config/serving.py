@@ -76,6 +76,10 @@ class ServerConfig:
   file_system_poll_wait_seconds: int = setting(
       1, "Seconds between two looks at each model base path for new or removed versions; 0: "
       "the versions found at start are served until the end.", min_value=0)
+  model_config_file_poll_wait_seconds: int = setting(
+      0, "Seconds between two readings of --model_config_file; a changed config is served "
+      "without a restart (models added, removed, or given another base_path: loaded and "
+      "warmed up first); 0: read at start only.", min_value=0)
 
   def __post_init__(self):
     settings.check(self)

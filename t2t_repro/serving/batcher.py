@@ -179,13 +179,17 @@ class Batcher:
                          and tokens + row <= self.options.max_batch_tokens)
 
   async def _next_batch(self):
-    """The next ready batch (full, or its timeout passed), taking the queues in turn, once a
+    """The next ready batch (closed, or its timeout passed), taking the queues in turn, once a
     decoding thread is free; None once stopped and empty. A batch's timeout runs from its
-    first row or from the moment a thread last became free, whichever is later."""
+    first row or from the moment a thread last became free, whichever is later. A queue
+    whose head batch is still forming keeps one of the free threads for it: a queue later in
+    the turn takes a thread only when one is left (otherwise another model's ready batches
+    took every thread that became free, and a forming batch, its timeout restarted at each
+    freeing, waited until their queue was empty)."""
     timeout = self.options.batch_timeout_micros / 1e6
     while True:
       names = list(self._queues)
-      wait = None
+      wait, kept = None, 0  # kept: free threads kept for the forming batches met so far
       for offset in range(len(names) if self._free else 0):
         name = names[(self._turn + offset) % len(names)]
         queue = self._queues[name]
@@ -193,14 +197,17 @@ class Batcher:
           continue
         head = queue[0]
         head_wait = max(head.opened, self._freed) + timeout - time.monotonic()
-        if head.closed or head_wait <= 0 or self._stopping:
+        ready = head.closed or head_wait <= 0 or self._stopping
+        if ready and kept < self._free:
           queue.popleft()
           if self._open.get(head.key) is head:
             del self._open[head.key]
           self._turn = (self._turn + offset + 1) % len(names)
           self._report_queue()
           return head
-        wait = head_wait if wait is None else min(wait, head_wait)
+        if not ready:
+          kept += 1
+          wait = head_wait if wait is None else min(wait, head_wait)
       if self._stopping and not any(self._queues.values()):
         return None
       self._wakeup.clear()

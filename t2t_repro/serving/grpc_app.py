@@ -5,29 +5,34 @@ it is installed):
   tensorflow.serving.PredictionService/Predict           PredictRequest -> PredictResponse
   tensorflow.serving.PredictionService/GetModelMetadata  signature_def (SignatureDefMap)
   tensorflow.serving.ModelService/GetModelStatus         each version's state
+  tensorflow.serving.ModelService/HandleReloadConfigRequest  the model config changed
 
 so a stock client (`prediction_service_pb2_grpc.PredictionServiceStub`) works unchanged.
 Requests go through the same `service.Service` as the REST API's (checks, the batcher,
 the versions); an error is the gRPC status of its canonical code, as TensorFlow Serving
 returns it (NOT_FOUND, INVALID_ARGUMENT, FAILED_PRECONDITION, UNAVAILABLE for a full
-queue; a message over max_request_bytes is RESOURCE_EXHAUSTED, grpcio's own limit). Each
-call is counted in /metrics as endpoint grpc_predict, grpc_metadata or grpc_status, with
-the gRPC code's name as code.
+queue; a message over max_request_bytes is RESOURCE_EXHAUSTED, grpcio's own limit).
+Classify, Regress and MultiInference are UNIMPLEMENTED (no log line). Each call is counted
+in /metrics as endpoint grpc_predict, grpc_metadata, grpc_status, grpc_reload_config or
+grpc_unimplemented, with the gRPC code's name as code.
 """
 
 import asyncio
 import functools
 import time
 
+from absl import logging
 import grpc
-import numpy as np
 from tensorflow_serving.apis import get_model_metadata_pb2
 from tensorflow_serving.apis import get_model_status_pb2
+from tensorflow_serving.apis import model_management_pb2
 from tensorflow_serving.apis import model_service_pb2_grpc
 from tensorflow_serving.apis import predict_pb2
 from tensorflow_serving.apis import prediction_service_pb2_grpc
 
+from t2t_repro import errors
 from t2t_repro.serving import rest
+from t2t_repro.serving import servable as servable_lib
 
 _GRACE_SECONDS = 600  # longest wait for the calls under way at a stop
 
@@ -146,8 +151,31 @@ class _Prediction(prediction_service_pb2_grpc.PredictionServiceServicer):
       return response
 
 
+  @_call("grpc_unimplemented")
+  async def Classify(self, request, context):  # pylint: disable=invalid-name
+    """Not offered (a translation model has no classification signature): UNIMPLEMENTED."""
+    raise _unimplemented("Classify")
+
+  @_call("grpc_unimplemented")
+  async def Regress(self, request, context):  # pylint: disable=invalid-name
+    """Not offered (no regression signature): UNIMPLEMENTED."""
+    raise _unimplemented("Regress")
+
+  @_call("grpc_unimplemented")
+  async def MultiInference(self, request, context):  # pylint: disable=invalid-name
+    """Not offered (it runs Classify and Regress): UNIMPLEMENTED."""
+    raise _unimplemented("MultiInference")
+
+
+def _unimplemented(method):
+  """The error of a method the server does not offer: UNIMPLEMENTED, answered without a
+  server log line (grpcio logs a traceback for the stubs' NotImplementedError)."""
+  return rest.ApiError("UNIMPLEMENTED", f"{method} is not offered by this server: use Predict "
+                       "(its signatures: GetModelMetadata)")
+
+
 class _Models(model_service_pb2_grpc.ModelServiceServicer):
-  """ModelService: GetModelStatus."""
+  """ModelService: GetModelStatus and HandleReloadConfigRequest."""
 
   def __init__(self, service):
     self.service = service
@@ -165,21 +193,48 @@ class _Models(model_service_pb2_grpc.ModelServiceServicer):
       status.status.error_message = error
     return response
 
+  @_call("grpc_reload_config")
+  async def HandleReloadConfigRequest(self, request, context):  # pylint: disable=invalid-name
+    """Serves the request's ModelServerConfig (its model_config_list), as
+    tensorflow_model_server's ModelService does (`model_config.ModelConfig.reload`): OK once
+    the new config serves. A config the server cannot serve, or a model that does not load,
+    changes nothing: INVALID_ARGUMENT and one log line."""
+    model_config = self.service.model_config
+    if model_config is None:
+      raise rest.ApiError("FAILED_PRECONDITION", "this server's models are fixed: it has no "
+                          "model config to reload")
+    try:
+      await model_config.reload(servable_lib.config_models(request.config,
+                                                           "ReloadConfigRequest"))
+    except errors.DataError as e:
+      logging.error("model config of a ReloadConfigRequest not served, the old one serves on: "
+                    "%s", e)
+      raise rest.ApiError("INVALID_ARGUMENT", str(e)) from None
+    response = model_management_pb2.ReloadConfigResponse()
+    response.status.error_code = 0  # tensorflow.error.Code OK
+    return response
+
 
 def _columns(inputs, signature):
   """{input name: list of rows} of a PredictRequest's TensorProtos, checked as the REST
-  API's (`rest.parse_predict`): strings as UTF-8 text, [batch, len] ids as lists."""
+  API's (`rest.parse_predict`): strings as UTF-8 text, [batch, len] ids as lists. As
+  TensorFlow Serving, a negative dimension and a dtype other than the signature's (int8 or
+  int64 ids for int32) are INVALID_ARGUMENT."""
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   if set(inputs) != set(signature.inputs):
     raise rest.ApiError("INVALID_ARGUMENT", f"expected the inputs {', '.join(signature.inputs)}; "
                         f"got {', '.join(sorted(inputs)) or 'none'}")
   columns = {}
   for name, (dtype, rank) in signature.inputs.items():
+    dims = [dim.size for dim in inputs[name].tensor_shape.dim]
+    if any(size < 0 for size in dims):
+      raise rest.ApiError("INVALID_ARGUMENT", f"tensor parsing error: input '{name}' has a "
+                          f"negative dimension (shape {dims})")
     try:
       array = tf.make_ndarray(inputs[name])
     except (TypeError, ValueError) as e:
       raise rest.ApiError("INVALID_ARGUMENT", f"input '{name}': {e}") from None
-    if array.ndim != rank or array.dtype.kind != np.dtype(dtype.as_numpy_dtype).kind:
+    if array.ndim != rank or inputs[name].dtype != dtype.as_datatype_enum:
       raise rest.ApiError("INVALID_ARGUMENT", f"input '{name}' must be {dtype.name} of rank "
                           f"{rank} (shape [batch{', len' if rank == 2 else ''}]); got "
                           f"{tf.as_dtype(inputs[name].dtype).name} of shape {list(array.shape)}")
@@ -197,3 +252,4 @@ def _columns(inputs, signature):
     raise rest.ApiError("INVALID_ARGUMENT", f"the inputs {', '.join(columns)} have different "
                         "batch sizes")
   return columns
+

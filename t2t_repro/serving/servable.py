@@ -75,9 +75,15 @@ def read_model_config(path):
     config = text_format.Parse(text, model_server_config_pb2.ModelServerConfig())
   except text_format.ParseError as e:
     raise errors.DataError(f"`model_config_file` {path}: {e}") from None
+  return config_models(config, f"`model_config_file` {path}")
+
+
+def config_models(config, where):
+  """[(name, base_path, model_platform)] of a ModelServerConfig message, checked as
+  `read_model_config` says; `where` starts the message of a `errors.DataError`."""
   models = config.model_config_list.config
   if not models:
-    raise errors.DataError(f"`model_config_file` {path}: no model_config_list with a config")
+    raise errors.DataError(f"{where}: no model_config_list with a config")
   names = set()
   for model in models:
     policy = model.model_version_policy.WhichOneof("policy_choice")
@@ -92,7 +98,7 @@ def read_model_config(path):
                f"model {model.name!r}: version_labels; no label is served"
                if model.version_labels else None)
     if problem:
-      raise errors.DataError(f"`model_config_file` {path}: {problem}")
+      raise errors.DataError(f"{where}: {problem}")
     names.add(model.name)
   return [(model.name, model.base_path, model.model_platform) for model in models]
 

@@ -27,21 +27,45 @@ class Service:
     self.metrics = metrics_lib.ServerMetrics()
     self.batcher = batcher_lib.Batcher(lambda key, columns: key[1].run(key[2], columns), options,
                                        self.metrics)
+    self.model_config = None  # a `model_config.ModelConfig` that may change the models
     self._poll_wait_seconds = poll_wait_seconds
-    self._watchers = []
+    self._watchers = {}  # model name -> the task watching its base path
+    self._tasks = []  # other tasks that run until the stop (the model config's watcher)
 
   def start(self):
-    """Starts the batcher and the version watchers (in the running loop)."""
+    """Starts the batcher, the version watchers and the model config's watcher (in the
+    running loop)."""
     self.batcher.start()
-    self._watchers = [asyncio.get_running_loop().create_task(model.watch(self._poll_wait_seconds))
-                      for model in self.models.values()]
+    self._watch_new_models()
+    if self.model_config is not None:
+      self._tasks.append(asyncio.get_running_loop().create_task(self.model_config.watch()))
 
   async def stop(self):
     """Stops watching, decodes what is queued, stops the decoding thread."""
-    for watcher in self._watchers:
-      watcher.cancel()
-    await asyncio.gather(*self._watchers, return_exceptions=True)
+    tasks = [*self._tasks, *self._watchers.values()]
+    for task in tasks:
+      task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
     await self.batcher.stop()
+
+  def serve_models(self, models):
+    """Serves `models` ([`versions.ModelVersions`], loaded and warmed up; distinct names)
+    from now on: a model not among them, or replaced by another of its name, stops taking
+    requests, and its version is unloaded once the requests holding it are answered."""
+    old, self.models = self.models, {model.name: model for model in models}
+    for name, model in old.items():
+      if self.models.get(name) is not model:
+        watcher = self._watchers.pop(name, None)
+        if watcher is not None:
+          watcher.cancel()
+        model.retire()
+    self._watch_new_models()
+
+  def _watch_new_models(self):
+    for name, model in self.models.items():
+      if name not in self._watchers:
+        self._watchers[name] = asyncio.get_running_loop().create_task(
+            model.watch(self._poll_wait_seconds))
 
   def model(self, name, version=None, label=None):
     """The `ModelVersions` of `name` with `version` served (NOT_FOUND otherwise, TensorFlow

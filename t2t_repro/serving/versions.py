@@ -151,6 +151,14 @@ class ModelVersions:
     if replaced is not None:
       self._retire(replaced)
 
+  def retire(self):
+    """Stops serving this model (it left the model config, or another base path replaces
+    it): requests get NOT_FOUND from now on, and the served version is unloaded once the
+    requests holding it are answered."""
+    if self.current is not None:
+      self._retire(self.current)
+      self.current = None
+
   def _retire(self, servable):
     self._states[servable.version] = [UNLOADING, ""]
     self._draining.append(servable)

@@ -6,7 +6,7 @@ from t2t_repro import evaluation
 from t2t_repro.decoding import attention_plot
 from t2t_repro.decoding.translator import DecodeConfig, Translator
 from t2t_repro.training import report, summaries
-from t2t_repro.training.signals import exit_at_once
+from t2t_repro.training.signals import at_once_alone
 
 
 def bleu(model, hparams, tokenizer, split, num_lines, target_lang):
@@ -62,9 +62,11 @@ class Evaluator:
     """Dev stats of the trainer's model at `step`: loss, nll, ppl [, bleu, bleu_lines], step.
     The dev BLEU is computed when due (`dev_bleu_every_steps`; `last`: the run's last
     evaluation). SIGINT/SIGTERM end the process at once meanwhile (the caller saved the step
-    before). `label` starts the printed line; only "dev" results go to TensorBoard (the moving
+    before); in a job of several workers they stop it at the next update
+    (`signals.at_once_alone`). `label` starts the printed line; only "dev" results go to
+    TensorBoard (the moving
     average's, "ema dev", are printed and returned)."""
-    with exit_at_once():
+    with at_once_alone(self.trainer.input_context().num_input_pipelines == 1):
       logging.info("dev evaluation at step %d", step)
       trainer = self.trainer
       stats = dict(trainer.evaluate(self.dev_data), step=step)

@@ -149,7 +149,8 @@ def run(trainer, problem, tokenizer, config, *, data_cache_dir=None, before_trai
 
   Signals: while reading data and during each dev evaluation SIGINT/SIGTERM end
   the process at once (`signals.exit_at_once`: the current step is saved before
-  an evaluation); during the steps they save and stop (`signals.StopSignal`).
+  an evaluation); during the steps, and the dev evaluations of a job of several
+  workers, they save and stop (`signals.StopSignal`).
   """
   run_info = run_info or {}
   run_start = time.monotonic()

@@ -6,7 +6,8 @@ Two modes, chosen by the phase:
   only sets a flag; the loop checks it after each step, saves a checkpoint and
   exits; the writer finishes its files first.
 * `exit_at_once` (setup: flag and data checks, vocabulary learning, model
-  building; and dev evaluation, which runs after the current step was saved): the
+  building; and dev evaluation of one worker, which runs after the current step was
+  saved; `at_once_alone`: in a job of several workers it stays a flag): the
   default action (SIG_DFL), so the process ends at once even inside a long
   TensorFlow or sentencepiece call, where a Python handler would only run when
   the call returns (a SIGINT during `big`'s first dev evaluation used to wait
@@ -49,3 +50,11 @@ def exit_at_once():
   finally:
     for sig, handler in previous.items():
       signal.signal(sig, handler)
+
+
+def at_once_alone(one_worker):
+  """The signals of a phase that writes nothing (a dev evaluation): `exit_at_once` for a job
+  of one worker; in a job of several the run's `StopSignal` stays, so a signal is a flag and
+  the workers stop together at the update after the phase, its checkpoint saved (ended at
+  once, each worker would exit 143 without a word and leave the chief's lock file)."""
+  return exit_at_once() if one_worker else contextlib.nullcontext()
