@@ -16,8 +16,8 @@ import decode_ops  # noqa: E402  pylint: disable=wrong-import-position
 
 # Counts reached (float32): step graph, loop body graph, op events per iteration, casts per
 # iteration; each bound is the count plus a few ops.
-BOUNDS = {"step_graph_ops": 560, "loop_body_ops": 1340, "events_per_iteration": 290,
-          "casts_per_iteration": 4.1}
+BOUNDS = {"step_graph_ops": 300, "loop_body_ops": 1170, "events_per_iteration": 206,
+          "casts_per_iteration": 2.1}
 
 
 @pytest.fixture(scope="module", name="counts")

@@ -39,6 +39,14 @@ class LayerNormalization(keras.layers.LayerNormalization):
       raise ValueError("LayerNormalization supports axis=-1 with center and scale only")
 
   def call(self, inputs):
+    return self.normalize(inputs, self.step_weights())
+
+  def step_weights(self):
+    """(gamma, beta) float32, read once per search by the decoder."""
+    return tf.convert_to_tensor(self.gamma), tf.convert_to_tensor(self.beta)
+
+  def normalize(self, inputs, weights):
+    """The layer's output for `inputs` with the weights (gamma, beta) float32 [d_model]."""
     epsilon = self.epsilon
 
     @tf.custom_gradient
@@ -62,5 +70,4 @@ class LayerNormalization(keras.layers.LayerNormalization):
 
       return y, grad
 
-    return tf.cast(normalize(inputs, tf.convert_to_tensor(self.gamma),
-                             tf.convert_to_tensor(self.beta)), self.compute_dtype)
+    return tf.cast(normalize(inputs, *weights), self.compute_dtype)
