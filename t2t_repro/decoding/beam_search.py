@@ -162,7 +162,7 @@ class _Search:
   def grow_alive(self, active, i, model_state, constraint_state, prev_ids):
     """Rule 1: one decoder step on prev_ids (the decoder input at position i); the best 2k
     of the k x V one-token extensions."""
-    b, k = tf.shape(active.done)[0], self.k
+    k = self.k
     log_probs, model_state = self.decoder.step(prev_ids, i, model_state)
     if self.compact:
       # Position 0 is decoded once per sentence (its k beams would all compute the same
@@ -176,12 +176,12 @@ class _Search:
     # hypothesis's V (taken by blocks, `top_k.block_top_k`), and ties keep the one-top-k
     # order (beam first, then token id).
     n = self.per_hypothesis
-    row_log_probs, row_tokens = (tf.reshape(t, [b, k, n]) for t in
-                                 block_top_k(tf.reshape(log_probs, [b * k, self.vocab]), n))
+    row_log_probs, row_tokens = (tf.reshape(t, [-1, k, n]) for t in
+                                 block_top_k(tf.reshape(log_probs, [-1, self.vocab]), n))
     candidates = active.alive_log_probs[:, :, None] + row_log_probs
-    top_log_probs, top_index = tf.math.top_k(tf.reshape(candidates, [b, k * n]),
+    top_log_probs, top_index = tf.math.top_k(tf.reshape(candidates, [-1, k * n]),
                                              self.num_candidates)
-    top_tokens = tf.gather(tf.reshape(row_tokens, [b, k * n]), top_index, batch_dims=1)
+    top_tokens = tf.gather(tf.reshape(row_tokens, [-1, k * n]), top_index, batch_dims=1)
     return _Candidates(top_log_probs, top_tokens, top_index // n,
                        tf.equal(top_tokens, self.eos_id)), model_state
 

@@ -55,7 +55,7 @@ class LayerNormalization(keras.layers.LayerNormalization):
       mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
       rstd = tf.math.rsqrt(variance + epsilon)
       inv = rstd * gamma
-      y = x * inv + (-mean * inv + beta)
+      y = x * inv + (beta - mean * inv)  # bit for bit Keras's -mean * inv + beta, one op less
 
       def grad(dy):
         dy = tf.cast(dy, tf.float32)
