@@ -16,7 +16,7 @@ class LayerNormalization(keras.layers.LayerNormalization):
   y = x * inv + (beta - mean * inv). Backward, with xhat = (x - mean) / sqrt(var + eps):
       d gamma = sum_rows(dy * xhat),  d beta = sum_rows(dy),
       dx = (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) / sqrt(var + eps),
-  dxhat = dy * gamma. Forward and backward trace to 26 numeric ops, against 42 for autodiff
+  dxhat = dy * gamma. Forward and backward trace to 25 numeric ops, against 42 for autodiff
   of Keras's forward (no broadcasts, casts or divisions in the gradient); about 20 % less
   time per layer, docs/BENCHMARKS.md section 2 (a `small` step has 15 of these layers).
 
