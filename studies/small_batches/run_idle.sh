@@ -10,7 +10,8 @@
 # and a rerun skips the (variant, round) pairs already there. Then prints the table of each
 # variant and the after / before ratios (studies/small_batches/table.py). The model,
 # runs/small300 (`train --hparams=small --train_steps=300` on Multi30k), is trained first if
-# absent. About 15 minutes per run on 2 cores, so 1 hour for the default 2 rounds.
+# absent (about 10 minutes). About 7-10 minutes per run on 2 cores: 30-40 minutes for the
+# default 2 rounds (4 runs).
 set -euo pipefail
 base=${1:-main}
 rounds=${2:-2}
