@@ -153,6 +153,7 @@ def _add_name_scopes():
   model = transformer.Transformer
   for attr, name in (("encode", "p_encode"), ("init_cache", "p_init_cache"),
                      ("decode_step", "p_decode_step"), ("_embed", "p_embed"),
+                     ("_step_embed", "p_embed"),
                      ("reorder_cache", "p_reorder_cache")):
     setattr(model, attr, _scoped(name, getattr(model, attr)))
   emb = embedding.SharedEmbedding

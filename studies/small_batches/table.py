@@ -3,6 +3,11 @@ file of the modes cached, cached_bfloat16, ctranslate2_float32 and ctranslate2_i
 
   python studies/small_batches/table.py studies/small_batches/small300.json
 
+or from the before/after results of `run_idle.sh` (a .jsonl file): one table per variant, then
+the after / before ratio of each mode's median tokens/CPU-s and the float32 outputs equal:
+
+  python studies/small_batches/table.py studies/small_batches/step_cost.jsonl
+
 One row per batching and --threads entry: the median over rounds of tokens/CPU-s of each
 mode, ours float32 / CTranslate2 float32 per CPU-second (median of the rounds' ratios, each
 round's in parentheses) and per wall second, ours bfloat16 / CTranslate2 float32, CTranslate2
@@ -43,6 +48,41 @@ def table(results):
   return out
 
 
+def before_after(records):
+  """Markdown lines of `run_idle.sh`'s records: a table per variant, the ratios, equal ids."""
+  runs = {}
+  for record in records:
+    for r in record["results"]:
+      runs.setdefault(record["variant"], []).append(dict(r, round=record["round"]))
+  out = []
+  for variant, results in runs.items():
+    cpus = sorted({record["cpu"] for record in records if record["variant"] == variant})
+    out += ["", f"{variant} ({', '.join(cpus)}):", ""] + table(results)
+  if {"before", "after"} <= set(runs):
+    med = {v: {} for v in runs}
+    for v, results in runs.items():
+      for r in results:
+        med[v].setdefault((r["batching"], r["threads"], r["mode"]), []).append(
+            r["tokens_per_cpu_s"])
+    out += ["", "| batches | threads | mode | after / before, tokens/CPU-s (medians) |",
+            "|---|---|---|---|"]
+    for key in sorted(set(med["before"]) & set(med["after"])):
+      ratio = statistics.median(med["after"][key]) / statistics.median(med["before"][key])
+      out.append(f"| {BATCHINGS[key[0]]} | {key[1]} | {key[2]} | {ratio:.2f}x |")
+    ids = {v: [r for r in results if r["mode"] == "cached" and "outputs" in r]
+           for v, results in runs.items()}
+    pairs = [(a, b) for a in ids["before"] for b in ids["after"]
+             if (a["round"], a["batching"], a["threads"]) == (b["round"], b["batching"],
+                                                                b["threads"])]
+    same = sum(x == y for a, b in pairs for x, y in zip(a["outputs"], b["outputs"]))
+    out += ["", f"float32 outputs equal before and after: {same} of "
+            f"{sum(len(a['outputs']) for a, _ in pairs)} ({len(pairs)} runs)"]
+  return out
+
+
 if __name__ == "__main__":
   with open(sys.argv[1], encoding="utf-8") as f:
-    print("\n".join(table(json.load(f))))
+    if sys.argv[1].endswith(".jsonl"):
+      print("\n".join(before_after([json.loads(line) for line in f if line.strip()])))
+    else:
+      print("\n".join(table(json.load(f))))

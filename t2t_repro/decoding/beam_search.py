@@ -126,6 +126,7 @@ class _LoopState(typing.NamedTuple):
   results: BeamState     # the whole batch; a sentence's entry is written when it leaves
   model_state: object    # the model interface's state, b * k rows
   constraint_state: object
+  prev_ids: tf.Tensor    # int32 [rows of model_state], the decoder input at position i
 
 
 class _Candidates(typing.NamedTuple):
@@ -149,23 +150,24 @@ class _Search:
     self.num_candidates = min(2 * beam_size, beam_size * self.per_hypothesis)
     self.positions = tf.range(max_len)
 
-  def write(self, seqs, i, tokens):
-    """seqs [b, k, T] with tokens [b, k] written at position i."""
-    return tf.where(tf.equal(self.positions, i)[None, None, :], tokens[:, :, None], seqs)
+  def at_position(self, i):
+    """bool [1, 1, T]: position i (the mask of `write`, made once per step)."""
+    return tf.reshape(tf.equal(self.positions, i), [1, 1, -1])
 
-  def grow_alive(self, active, i, model_state, constraint_state):
-    """Rule 1: one decoder step; the best 2k of the k x V one-token extensions."""
-    b, k = tf.shape(active.done)[0], self.k
-    seqs = tf.reshape(active.alive_seq, [b * k, -1])
-    # Decoder input at position i: the start symbol (PAD_ID) at i = 0, else the token at i - 1.
-    prev = tf.where(i > 0, tf.gather(seqs, tf.maximum(i - 1, 0), axis=1), PAD_ID)
+  @staticmethod
+  def write(seqs, at_i, tokens):
+    """seqs [b, k, T] with tokens [b, k] written at the position `at_i` marks."""
+    return tf.where(at_i, tokens[:, :, None], seqs)
+
+  def grow_alive(self, active, i, model_state, constraint_state, prev_ids):
+    """Rule 1: one decoder step on prev_ids (the decoder input at position i); the best 2k
+    of the k x V one-token extensions."""
+    k = self.k
+    log_probs, model_state = self.decoder.step(prev_ids, i, model_state)
     if self.compact:
       # Position 0 is decoded once per sentence (its k beams would all compute the same
       # step); its log-probabilities are repeated for the k beams, of which only beam 0 is
       # alive, and the first reorder expands the model state to k rows per sentence.
-      prev = tf.cond(tf.equal(i, 0), lambda: prev[::k], lambda: prev)
-    log_probs, model_state = self.decoder.step(prev, i, model_state)
-    if self.compact:
       log_probs = tf.cond(tf.equal(i, 0), lambda: tf.repeat(log_probs, k, axis=0),
                           lambda: log_probs)
     if self.constraint is not None:
@@ -174,20 +176,20 @@ class _Search:
     # hypothesis's V (taken by blocks, `top_k.block_top_k`), and ties keep the one-top-k
     # order (beam first, then token id).
     n = self.per_hypothesis
-    row_log_probs, row_tokens = (tf.reshape(t, [b, k, n]) for t in
-                                 block_top_k(tf.reshape(log_probs, [b * k, self.vocab]), n))
+    row_log_probs, row_tokens = (tf.reshape(t, [-1, k, n]) for t in
+                                 block_top_k(tf.reshape(log_probs, [-1, self.vocab]), n))
     candidates = active.alive_log_probs[:, :, None] + row_log_probs
-    top_log_probs, top_index = tf.math.top_k(tf.reshape(candidates, [b, k * n]),
+    top_log_probs, top_index = tf.math.top_k(tf.reshape(candidates, [-1, k * n]),
                                              self.num_candidates)
-    top_tokens = tf.gather(tf.reshape(row_tokens, [b, k * n]), top_index, batch_dims=1)
+    top_tokens = tf.gather(tf.reshape(row_tokens, [-1, k * n]), top_index, batch_dims=1)
     return _Candidates(top_log_probs, top_tokens, top_index // n,
                        tf.equal(top_tokens, self.eos_id)), model_state
 
-  def new_finished(self, active, top, i):
+  def new_finished(self, active, top, i, at_i):
     """Rule 2: EOS candidates among the best k merge into the finished beam (best k kept)."""
     k = self.k
     new_finished = tf.logical_and(top.is_eos[:, :k], top.log_probs[:, :k] > _VALID)
-    new_seq = self.write(tf.gather(active.alive_seq, top.beams[:, :k], batch_dims=1), i,
+    new_seq = self.write(tf.gather(active.alive_seq, top.beams[:, :k], batch_dims=1), at_i,
                          top.tokens[:, :k])
     new_scores = tf.where(new_finished, top.log_probs[:, :k] / length_penalty(i + 1, self.alpha),
                           NEG_INF)
@@ -197,13 +199,13 @@ class _Search:
                            batch_dims=1)
     return merged_seq, merged_scores
 
-  def new_alive(self, active, top, i):
+  def new_alive(self, active, top, at_i):
     """Rule 3: the best k candidates not ending in EOS (top_k keeps the candidates' order
     on ties, as one top-k over all of them would). Returns (seq, log_probs, beams, tokens)."""
     alive_lp, pick = tf.math.top_k(tf.where(top.is_eos, 2.0 * NEG_INF, top.log_probs), self.k)
     beams = tf.gather(top.beams, pick, batch_dims=1)
     tokens = tf.gather(top.tokens, pick, batch_dims=1)
-    seq = self.write(tf.gather(active.alive_seq, beams, batch_dims=1), i, tokens)
+    seq = self.write(tf.gather(active.alive_seq, beams, batch_dims=1), at_i, tokens)
     return seq, alive_lp, beams, tokens
 
   def advance(self, active, i, alive, finished):
@@ -227,9 +229,10 @@ class _Search:
   def body(self, loop):
     """One position for every active sentence: rules 1-4, then the state follows the beams."""
     top, model_state = self.grow_alive(loop.active, loop.i, loop.model_state,
-                                       loop.constraint_state)
-    finished = self.new_finished(loop.active, top, loop.i)
-    alive_seq, alive_lp, alive_beam, alive_tokens = self.new_alive(loop.active, top, loop.i)
+                                       loop.constraint_state, loop.prev_ids)
+    at_i = self.at_position(loop.i)
+    finished = self.new_finished(loop.active, top, loop.i, at_i)
+    alive_seq, alive_lp, alive_beam, alive_tokens = self.new_alive(loop.active, top, at_i)
     active = self.advance(loop.active, loop.i, (alive_seq, alive_lp), finished)
     b = tf.shape(active.done)[0]
     beam_rows = (tf.range(b) * self.k)[:, None] + alive_beam  # [b, k] rows of the new beams
@@ -247,7 +250,9 @@ class _Search:
           tf.nest.map_structure(lambda t: tf.gather(t, tf.reshape(beam_rows, [-1]), axis=0),
                                 constraint_state),
           tf.reshape(alive_tokens, [-1]))
-    return loop._replace(i=loop.i + 1, model_state=model_state, constraint_state=constraint_state)
+    # The decoder input at position i + 1 of each hypothesis: its token at i.
+    return loop._replace(i=loop.i + 1, model_state=model_state, constraint_state=constraint_state,
+                         prev_ids=tf.reshape(alive_tokens, [-1]))
 
   def leave_batch(self, loop, beam_rows, state_rows, alive_tokens, model_state):
     """Sentences that are done go to the results and leave the active batch; the model
@@ -352,9 +357,11 @@ def search(model, inputs, max_decode_length, alpha, beam_size=4, n_best=None, eo
   active = BeamState(max_lengths <= 0, max_lengths, tf.zeros(seq_shape, tf.int32),
                      tf.tile(initial_log_probs, [batch, 1]), tf.zeros(seq_shape, tf.int32),
                      tf.fill([batch, k], NEG_INF), tf.zeros([batch], tf.int32))
+  state_rows = 1 if steps.compact else k  # per sentence at position 0
   loop = _LoopState(tf.constant(0), tf.range(batch), active, active,
-                    decoder.start(inputs, 1 if steps.compact else k, max_len),
-                    () if constraint is None else constraint.start(inputs, k, max_lengths))
+                    decoder.start(inputs, state_rows, max_len),
+                    () if constraint is None else constraint.start(inputs, k, max_lengths),
+                    tf.fill([batch * state_rows], PAD_ID))  # the start symbol
   # Shapes keep their rank; the batch (and the growing cache's length) may vary.
   invariants = tf.nest.map_structure(lambda t: tf.TensorShape([None] * t.shape.rank), loop)
   loop = tf.while_loop(

@@ -38,7 +38,8 @@ class CachedDecoder:
 
   State: {"cache": the model's cache (self-attention keys/values per hypothesis, the
   encoder-decoder keys/values per sentence: projected once and read once per step for all
-  the beams of a sentence), "src_bias": float32 [sentences, 1, 1, src_len]}.
+  the beams of a sentence), "src_bias": float32 [sentences, 1, 1, src_len], "weights": the
+  step's weights (`Transformer.step_weights`), read and cast once per search, not per step}.
   """
 
   def __init__(self, model, fixed_size=False):
@@ -48,17 +49,19 @@ class CachedDecoder:
   def start(self, inputs, beam_size, max_length):
     memory, src_bias = self.model.encode(inputs, training=False)
     cache = self.model.init_cache(memory, max_length if self.fixed_size else None, beam_size)
-    return {"cache": cache, "src_bias": src_bias}
+    return {"cache": cache, "src_bias": src_bias,
+            "weights": self.model.step_weights(max_length)}
 
   def step(self, prev_ids, i, state):
     logits, cache = self.model.decode_step(prev_ids, i, state["cache"], state["src_bias"],
-                                           grow_cache=not self.fixed_size)
-    return tf.nn.log_softmax(tf.cast(logits, tf.float32)), dict(state, cache=cache)
+                                           grow_cache=not self.fixed_size,
+                                           weights=state["weights"])
+    return tf.nn.log_softmax(logits), dict(state, cache=cache)
 
   def reorder(self, state, rows, sentences=None):
     cache = self.model.reorder_cache(state["cache"], rows, sentences)
     src_bias = state["src_bias"] if sentences is None else tf.gather(state["src_bias"], sentences)
-    return {"cache": cache, "src_bias": src_bias}
+    return dict(state, cache=cache, src_bias=src_bias)
 
 
 class FullDecoder:

@@ -50,11 +50,10 @@ def block_top_k(x, k, block=None):
   blocks = -(-vocab // block)
   if blocks < 4 * k:
     return tf.math.top_k(x, k)
-  rows = tf.shape(x)[0]
   if blocks * block != vocab:
     x = tf.pad(x, [[0, 0], [0, blocks * block - vocab]], constant_values=float("-inf"))
-  x = tf.reshape(x, [rows, blocks, block])
+  x = tf.reshape(x, [-1, blocks, block])
   best = tf.sort(tf.math.top_k(tf.reduce_max(x, axis=-1), k).indices)  # [rows, k], ascending
   values, position = tf.math.top_k(tf.reshape(tf.gather(x, best, batch_dims=1),
-                                              [rows, k * block]), k)
+                                              [-1, k * block]), k)
   return values, tf.gather(best, position // block, batch_dims=1) * block + position % block

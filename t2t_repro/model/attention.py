@@ -92,11 +92,13 @@ class MultiHeadAttention(keras.layers.Layer):
       precomputed "k" and "v" (see `memory_kv`) and `memory` is ignored; its first axis
       may be the sentences while `query`'s is the hypotheses (batch = sentences x g, the
       g beams of a sentence adjacent): each sentence's keys/values are then read once for
-      its g beams (their queries attend as g x q_len positions of one sentence).
+      its g beams (their queries attend as g queries of one sentence). With a cache q_len
+      must be 1 and there is no dropout: the call runs `step_self` / `step_memory`, which
+      the decoder's step calls directly with kernels read once per search.
     step: int32 scalar, the position being decoded (self-attention cache only).
     grow_cache: append to the self-attention cache (concat) instead of writing into
       a fixed-size one: each step then costs O(step), not O(max length) (tested equal).
-    training: bool, enables attention dropout.
+    training: bool, enables attention dropout (not with a cache).
 
   Returns:
     (outputs float [batch, q_len, d_model], cache): the updated self-attention cache
@@ -147,7 +149,9 @@ class MultiHeadAttention(keras.layers.Layer):
     return tf.transpose(y, [0, 2, 1, 3])
 
   def memory_kv(self, memory):
-    """Projects the memory once for encoder-decoder attention while decoding.
+    """Projects the memory once for encoder-decoder attention while decoding: K and V in
+    one matmul (kernels [d_model, h * (d_k + d_v)]), stored in the layout of the step's
+    batched matmuls.
 
     Args:
       memory: float [batch, m_len, d_model] encoder output.
@@ -155,30 +159,91 @@ class MultiHeadAttention(keras.layers.Layer):
     Returns:
       dict with "k" [batch, h, m_len, d_k] and "v" [batch, h, m_len, d_v].
     """
+    h, dk, dv = self.num_heads, self.d_k, self.d_v
     # Called outside __call__ (no Keras autocast): cast the float32 kernels explicitly.
-    return {"k": self._split_heads(memory, tf.cast(self.k_kernel, memory.dtype), self.d_k),
-            "v": self._split_heads(memory, tf.cast(self.v_kernel, memory.dtype), self.d_v)}
+    kernel = tf.concat([tf.cast(self.k_kernel, memory.dtype),
+                        tf.cast(self.v_kernel, memory.dtype)], 1)
+    shape = tf.shape(memory)
+    kv = tf.matmul(tf.reshape(memory, [-1, self.d_model]), kernel)
+    if dk == dv:
+      kv = tf.transpose(tf.reshape(kv, [shape[0], shape[1], 2 * h, dk]), [0, 2, 1, 3])
+      k, v = tf.split(kv, 2, axis=1)
+      return {"k": k, "v": v}
+    k, v = tf.split(kv, [h * dk, h * dv], axis=1)
+    heads = lambda y, depth: tf.transpose(tf.reshape(y, [shape[0], shape[1], h, depth]),
+                                          [0, 2, 1, 3])
+    return {"k": heads(k, dk), "v": heads(v, dv)}
 
-  def _keys_values(self, query, memory, cache, step, grow_cache):
-    """(k, v, new cache, query offset) for `call`; see the class docstring. The offset is
-    the position of the first query for self-attention (0, or `step` while decoding), None
-    for encoder-decoder attention (no relative positions)."""
-    if cache is not None and step is not None:
-      # Self-attention while decoding: this position's key/value go into the cache.
-      k_new = self._split_heads(query, self.k_kernel, self.d_k)
-      v_new = self._split_heads(query, self.v_kernel, self.d_v)
-      if grow_cache:
-        k = tf.concat([cache["k"], k_new], axis=2)
-        v = tf.concat([cache["v"], v_new], axis=2)
-      else:
-        k, v = _write_position(cache["k"], k_new, step), _write_position(cache["v"], v_new, step)
-      return k, v, {"k": k, "v": v}, step
-    if cache is not None:
-      return cache["k"], cache["v"], cache, None
+  def step_weights(self, dtype, self_attention):
+    """The kernels of one decoding step, read once per search (outside its loop) and cast to
+    the compute `dtype`: for self-attention Q, K and V as one kernel "qkv" [d_model,
+    h * (2 d_k + d_v)], for encoder-decoder attention (K and V are in the cache) "q"
+    [d_model, h * d_k]; and "output" [h * d_v, d_model]."""
+    cast = lambda w: tf.cast(w, dtype)
+    if self_attention:
+      qkv = tf.concat([cast(self.q_kernel), cast(self.k_kernel), cast(self.v_kernel)], 1)
+      return {"qkv": qkv, "output": cast(self.output_kernel)}
+    return {"q": cast(self.q_kernel), "output": cast(self.output_kernel)}
+
+  def step_self(self, x, cache, weights, bias, step, grow_cache):
+    """One position of decoder self-attention with the cache (the incremental decoding of
+    `call(query, cache=..., step=...)`, without dropout).
+
+    Args:
+      x: float [rows, d_model], the queries of position `step`.
+      cache: {"k" [rows, h, T, d_k], "v" [rows, h, T, d_v]}, see the class docstring.
+      weights: `step_weights(..., self_attention=True)`.
+      bias: float32 broadcastable to [rows, h, 1, T], or None.
+      step: int32 scalar position; grow_cache: as `call`.
+
+    Returns:
+      (float [rows, d_model], the updated cache).
+    """
+    h, dk, dv = self.num_heads, self.d_k, self.d_v
+    qkv = tf.matmul(x, weights["qkv"])
+    # Heads of one position: [rows, h * depth] -> [rows, h, 1, depth] is a reshape (no
+    # transpose), the layout of the cache and of the batched matmuls.
+    if dk == dv:
+      q, k_new, v_new = tf.split(tf.reshape(qkv, [-1, 3 * h, 1, dk]), 3, axis=1)
+    else:
+      q, k_new, v_new = (tf.reshape(y, [-1, h, 1, depth]) for y, depth in zip(
+          tf.split(qkv, [h * dk, h * dk, h * dv], axis=1), (dk, dk, dv)))
+    if grow_cache:
+      k = tf.concat([cache["k"], k_new], axis=2)
+      v = tf.concat([cache["v"], v_new], axis=2)
+    else:
+      k, v = _write_position(cache["k"], k_new, step), _write_position(cache["v"], v_new, step)
+    out, _ = self._attend_heads(q * (dk ** -0.5), k, v, bias, False, step)
+    return tf.matmul(tf.reshape(out, [-1, h * dv]), weights["output"]), {"k": k, "v": v}
+
+  def step_memory(self, x, cache, weights, bias):
+    """One position of encoder-decoder attention with the memory's cached keys/values (the
+    incremental decoding of `call(query, cache=...)`, without dropout).
+
+    Args:
+      x: float [rows, d_model], rows = sentences x g (the g beams of a sentence adjacent).
+      cache: {"k" [sentences, h, m_len, d_k], "v" [sentences, h, m_len, d_v]} (`memory_kv`).
+      weights: `step_weights(..., self_attention=False)`.
+      bias: float32 [sentences, 1, 1, m_len] source padding bias.
+
+    Returns:
+      float [rows, d_model].
+    """
+    h, dk, dv = self.num_heads, self.d_k, self.d_v
+    # The g beams' queries of a sentence are g query positions of it (see `call`).
+    sentences = tf.shape(cache["k"])[0]
+    q = tf.reshape(tf.matmul(x, weights["q"]), [sentences, -1, h, dk])
+    q = tf.transpose(q, [0, 2, 1, 3]) * (dk ** -0.5)
+    out, _ = self._attend_heads(q, cache["k"], cache["v"], bias, False)
+    out = tf.reshape(tf.transpose(out, [0, 2, 1, 3]), [-1, h * dv])
+    return tf.matmul(out, weights["output"])
+
+  def _keys_values(self, query, memory):
+    """(k, v, query offset) of a full (uncached) pass; the offset is 0 for self-attention,
+    None for encoder-decoder attention (no relative positions)."""
     source = query if memory is None else memory
     return (self._split_heads(source, self.k_kernel, self.d_k),
-            self._split_heads(source, self.v_kernel, self.d_v), None,
-            0 if memory is None else None)
+            self._split_heads(source, self.v_kernel, self.d_v), 0 if memory is None else None)
 
   def relative_indices(self, q_len, k_len, q_offset):
     """Rows of the relative tables for each (query, key): int32 [q_len, k_len],
@@ -192,6 +257,16 @@ class MultiHeadAttention(keras.layers.Layer):
     them and `q_offset` is given) -> (outputs [b, q_len, d_model], weights float32
     [b, h, q_len, m_len])."""
     q = self._split_heads(query, self.q_kernel, self.d_k) * (self.d_k ** -0.5)
+    out, weights = self._attend_heads(q, k, v, bias, training, q_offset)
+    shape = tf.shape(out)
+    out = tf.reshape(tf.transpose(out, [0, 2, 1, 3]), [-1, self.num_heads * self.d_v])
+    out = tf.reshape(tf.matmul(out, self.output_kernel), [shape[0], shape[2], self.d_model])
+    return out, weights
+
+  def _attend_heads(self, q, k, v, bias, training, q_offset=None):
+    """softmax(q k^T + bias) v per head, q already scaled: q [b, h, q_len, d_k], k
+    [b, h, m_len, d_k], v [b, h, m_len, d_v] -> (outputs [b, h, q_len, d_v], weights float32
+    [b, h, q_len, m_len])."""
     logits = tf.matmul(q, k, transpose_b=True)
     relative = self.max_relative_position and q_offset is not None
     if relative:
@@ -206,24 +281,21 @@ class MultiHeadAttention(keras.layers.Layer):
     if relative:
       out += tf.einsum("bhqk,qkd->bhqd", dropped,
                        tf.gather(tf.cast(self.relative_values, q.dtype), rows))
-    shape = tf.shape(out)
-    out = tf.reshape(tf.transpose(out, [0, 2, 1, 3]), [-1, self.num_heads * self.d_v])
-    out = tf.reshape(tf.matmul(out, self.output_kernel), [shape[0], shape[2], self.d_model])
     return out, weights
 
   def call(self, query, memory=None, bias=None, cache=None, step=None, training=False,
            grow_cache=False):
-    k, v, new_cache, q_offset = self._keys_values(query, memory, cache, step, grow_cache)
-    if cache is not None and step is None:
-      # Encoder-decoder attention while decoding: the keys/values are per sentence, the
-      # queries per hypothesis; the beams' queries become query positions of their sentence
-      # (exact: no mask between queries, no relative positions here).
-      shape = tf.shape(query)
-      query = tf.reshape(query, [tf.shape(k)[0], -1, self.d_model])
-      out, _ = self._attend(query, k, v, bias, training)
-      return tf.reshape(out, shape), new_cache
+    if cache is not None:  # one position (q_len 1) of incremental decoding, no dropout
+      weights = self.step_weights(query.dtype, self_attention=step is not None)
+      x = tf.reshape(query, [-1, self.d_model])
+      if step is None:
+        out = self.step_memory(x, cache, weights, bias)
+      else:
+        out, cache = self.step_self(x, cache, weights, bias, step, grow_cache)
+      return tf.reshape(out, tf.shape(query)), cache
+    k, v, q_offset = self._keys_values(query, memory)
     out, _ = self._attend(query, k, v, bias, training, q_offset)
-    return out, new_cache
+    return out, None
 
   def call_with_weights(self, query, memory=None, bias=None):
     """The attention outputs and weights of one full (uncached) pass, no dropout.
@@ -237,7 +309,7 @@ class MultiHeadAttention(keras.layers.Layer):
     """
     if not self.built:
       self.build()
-    k, v, _, q_offset = self._keys_values(query, memory, None, None, False)
+    k, v, q_offset = self._keys_values(query, memory)
     return self._attend(query, k, v, bias, False, q_offset)
 
   def compute_output_shape(self, query_shape, *args, **kwargs):

@@ -37,18 +37,22 @@ class SharedEmbedding(keras.layers.Layer):
   def call(self, ids):
     return tf.gather(self.embeddings, ids) * tf.cast(self.d_model ** 0.5, self.compute_dtype)
 
-  def logits(self, x):
+  def logits(self, x, embeddings=None):
     """Pre-softmax projection with the same matrix.
 
     Args:
       x: float [..., d_model] decoder output.
+      embeddings: None, or the matrix already read in x's dtype [vocab_size, d_model]
+        (a decoding step's, read once per search).
 
     Returns:
       float [..., vocab_size] = x E^T.
     """
-    shape = tf.shape(x)
     # Called outside __call__ (no Keras autocast scope): cast the float32 matrix explicitly.
-    weights = tf.cast(self.embeddings, x.dtype)
+    weights = tf.cast(self.embeddings, x.dtype) if embeddings is None else embeddings
+    if x.shape.rank == 2:
+      return tf.matmul(x, weights, transpose_b=True)
+    shape = tf.shape(x)
     flat = tf.matmul(tf.reshape(x, [-1, self.d_model]), weights, transpose_b=True)
     return tf.reshape(flat, tf.concat([shape[:-1], [self.vocab_size]], 0))
 

@@ -42,10 +42,20 @@ class FeedForward(keras.layers.Layer):
 
   def call(self, x, training=False):
     shape = tf.shape(x)
-    h = tf.nn.relu(_add_bias(tf.matmul(tf.reshape(x, [-1, self.d_model]), self.w1), self.b1))
-    h = self._dropout(h, training=training)
-    y = _add_bias(tf.matmul(h, self.w2), self.b2)
+    y = self.step(tf.reshape(x, [-1, self.d_model]), (self.w1, self.b1, self.w2, self.b2),
+                  training)
     return tf.reshape(y, shape)
+
+  def step_weights(self, dtype):
+    """(w1, b1, w2, b2) cast to the compute `dtype`, read once per search by the decoder."""
+    return tuple(tf.cast(w, dtype) for w in (self.w1, self.b1, self.w2, self.b2))
+
+  def step(self, x, weights, training=False):
+    """FFN of rows x [rows, d_model] with the weights (w1, b1, w2, b2) -> [rows, d_model]:
+    MatMul + BiasAdd (+ Relu), the shapes grappler's remapper fuses into one matmul."""
+    w1, b1, w2, b2 = weights
+    h = self._dropout(tf.nn.relu(_add_bias(tf.matmul(x, w1), b1)), training=training)
+    return _add_bias(tf.matmul(h, w2), b2)
 
   def compute_output_shape(self, input_shape):
     return input_shape

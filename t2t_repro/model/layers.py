@@ -6,6 +6,7 @@ ends with one more LayerNorm (`Transformer` adds it).
 """
 
 import keras
+import tensorflow as tf
 
 from t2t_repro.model.attention import MultiHeadAttention
 from t2t_repro.config.model import ModelConfig
@@ -136,17 +137,64 @@ class DecoderLayer(_ResidualBlock):
            training=False, return_attention_scores=False, grow_cache=False):
     if return_attention_scores:
       return self._call_with_weights(x, memory, self_bias, memory_bias)
-    y, self_cache = self.self_attention(
-        self.residual_in(0, x), bias=self_bias, cache=None if cache is None else cache["self"],
-        step=step, training=training, grow_cache=grow_cache)
+    if cache is not None:  # one position of incremental decoding (tgt_len 1), no dropout
+      y, cache = self.step(tf.reshape(x, [-1, self.config.d_model]), cache, self.step_weights(),
+                           self_bias, memory_bias, step, grow_cache)
+      return tf.reshape(y, tf.shape(x)), cache
+    y, _ = self.self_attention(self.residual_in(0, x), bias=self_bias, training=training)
     x = self.residual_out(0, x, y, training)
-    y, memory_cache = self.memory_attention(
-        self.residual_in(1, x), None if cache is not None else memory, bias=memory_bias,
-        cache=None if cache is None else cache[MEMORY_KEY], training=training)
+    y, _ = self.memory_attention(self.residual_in(1, x), memory, bias=memory_bias,
+                                 training=training)
     x = self.residual_out(1, x, y, training)
     x = self.residual_out(2, x, self.ffn(self.residual_in(2, x), training=training), training)
-    new_cache = None if cache is None else {"self": self_cache, MEMORY_KEY: memory_cache}
-    return x, new_cache
+    return x, None
+
+  def step_weights(self):
+    """The weights of `step`, read once per search (outside its loop) and cast to the compute
+    dtype (the LayerNorms' stay float32): {"self_attention", "memory_attention": see
+    `MultiHeadAttention.step_weights`, "ffn": `FeedForward.step_weights`, "norms": a
+    (gamma, beta) per LayerNorm}."""
+    dtype = self.compute_dtype
+    return {"self_attention": self.self_attention.step_weights(dtype, self_attention=True),
+            "memory_attention": self.memory_attention.step_weights(dtype, self_attention=False),
+            "ffn": self.ffn.step_weights(dtype),
+            "norms": [norm.step_weights() for norm in self.norms]}
+
+  def step(self, x, cache, weights, self_bias, memory_bias, step, grow_cache):
+    """One position of incremental decoding for every row (the layer's call with a cache).
+
+    Args:
+      x: float [rows, d_model], position `step` of each hypothesis.
+      cache: {"self": {"k", "v"}, MEMORY_KEY: {"k", "v"}} (see `MultiHeadAttention`).
+      weights: `step_weights()`.
+      self_bias: None (growing cache) or float32 [1, 1, 1, T] (fixed-size cache).
+      memory_bias: float32 [sentences, 1, 1, src_len].
+      step: int32 scalar; grow_cache: see `MultiHeadAttention.step_self`.
+
+    Returns:
+      (float [rows, d_model], the updated cache).
+    """
+    norms = weights["norms"]
+
+    def sublayer(i, x, name, fn):
+      with tf.name_scope(name):
+        y = fn(self.norms[i].normalize(x, norms[i]) if self.pre_norm else x)
+      out = x + y
+      return out if self.pre_norm else self.norms[i].normalize(out, norms[i])
+
+    with tf.name_scope(self.name):
+      self_cache = {}
+
+      def self_attention(y):
+        y, self_cache["kv"] = self.self_attention.step_self(
+            y, cache["self"], weights["self_attention"], self_bias, step, grow_cache)
+        return y
+
+      x = sublayer(0, x, "self_attention", self_attention)
+      x = sublayer(1, x, "memory_attention", lambda y: self.memory_attention.step_memory(
+          y, cache[MEMORY_KEY], weights["memory_attention"], memory_bias))
+      x = sublayer(2, x, "ffn", lambda y: self.ffn.step(y, weights["ffn"]))
+    return x, {"self": self_cache["kv"], MEMORY_KEY: cache[MEMORY_KEY]}
 
   def _call_with_weights(self, x, memory, self_bias, memory_bias):
     y, self_weights = self.self_attention.call_with_weights(self.residual_in(0, x), bias=self_bias)

@@ -45,6 +45,15 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
     positions = tf.range(tf.shape(x)[1]) + start
     return x + tf.cast(sinusoid_table(positions, self.d_model), x.dtype)[None]
 
+  def step_table(self, length, dtype):
+    """The encodings of positions 0 .. length - 1, [length, d_model] in `dtype`, computed
+    once per search by the decoder; `step_row` is the row of a position."""
+    return tf.cast(sinusoid_table(tf.range(length), self.d_model), dtype)
+
+  def step_row(self, step):
+    """The row of `step_table` that holds position `step` (int32 scalar)."""
+    return step
+
   def compute_output_shape(self, input_shape):
     return input_shape
 
@@ -79,6 +88,15 @@ class LearnedPositionEmbedding(keras.layers.Layer):
   def call(self, x, start=0):
     positions = tf.minimum(tf.range(tf.shape(x)[1]) + start, self.max_positions - 1)
     return x + tf.cast(tf.gather(self.table, positions), x.dtype)[None]
+
+  def step_table(self, length, dtype):
+    """The table in `dtype`, read once per search by the decoder (`length` is unused)."""
+    del length
+    return tf.cast(self.table, dtype)
+
+  def step_row(self, step):
+    """The row of `step_table` that holds position `step` (int32 scalar)."""
+    return tf.minimum(step, self.max_positions - 1)
 
   def compute_output_shape(self, input_shape):
     return input_shape

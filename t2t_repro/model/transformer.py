@@ -150,9 +150,10 @@ class Transformer(keras.Model):
       x = self.decoder_norm(x)
     return (x, self_weights, memory_weights) if return_attention_scores else x
 
-  def logits(self, hidden):
-    """Pre-softmax projection with the shared embedding (§3.4): float [..., d_model] -> float32 [..., V]."""
-    return tf.cast(self.embedding.logits(hidden), tf.float32)
+  def logits(self, hidden, embeddings=None):
+    """Pre-softmax projection with the shared embedding (§3.4): float [..., d_model] -> float32
+    [..., V]; `embeddings`: the matrix already read (`SharedEmbedding.logits`)."""
+    return tf.cast(self.embedding.logits(hidden, embeddings), tf.float32)
 
   def decode(self, targets, memory, src_bias, training=False):
     """Teacher-forced decoder: returns logits float32 [batch, tgt_len, vocab_size]."""
@@ -231,7 +232,22 @@ class Transformer(keras.Model):
 
     return {name: layer(value) for name, value in cache.items()}
 
-  def decode_step(self, ids, step, cache, src_bias, grow_cache=False):
+  def step_weights(self, length):
+    """The weights of `decode_step`, read once per search (outside its loop) and cast to
+    the compute dtype: the embedding, the position encodings of positions 0 .. length - 1
+    (int32 scalar `length` [tokens]), and each decoder layer's (`DecoderLayer.step_weights`:
+    Q, K and V as one kernel). Returns a nest of tensors (the model interface's state holds
+    it)."""
+    dtype = self.compute_dtype
+    weights = {"embeddings": tf.cast(self.embedding.embeddings, dtype),
+               "layers": {layer.name: layer.step_weights() for layer in self.decoder_layers}}
+    if self.position is not None:
+      weights["positions"] = self.position.step_table(length, dtype)
+    if self.pre_norm:
+      weights["decoder_norm"] = self.decoder_norm.step_weights()
+    return weights
+
+  def decode_step(self, ids, step, cache, src_bias, grow_cache=False, weights=None):
     """One incremental decoding step with cached keys and values.
 
     Args:
@@ -246,24 +262,34 @@ class Transformer(keras.Model):
       grow_cache: True for a growing cache (`init_cache(memory)`): it then holds
         exactly the `step` previous positions, so no mask is needed and a step
         costs O(step); False for a fixed-size one (positions > step masked).
+      weights: `step_weights(length)` with length > every step decoded, read once per
+        search; None reads them in this step.
 
     Returns:
       (logits float32 [rows, vocab_size] for position `step`, updated cache).
       Equal to `decode(...)[:, step]` of the full decoder (tested to 1e-5).
     """
-    x = self._embed(ids[:, None], False, start=step)
+    if weights is None:
+      weights = self.step_weights(step + 1)
+    x = self._step_embed(ids, step, weights)
     self_bias = None
     if not grow_cache:
       max_len = tf.shape(cache[self.decoder_layers[0].name]["self"]["k"])[2]
       self_bias = tf.where(tf.range(max_len) <= step, 0.0, NEG_INF)[None, None, None, :]
     new_cache = {}
     for layer in self.decoder_layers:
-      x, new_cache[layer.name] = layer(x, self_bias=self_bias, memory_bias=src_bias,
-                                       cache=cache[layer.name], step=step, training=False,
-                                       grow_cache=grow_cache)
+      x, new_cache[layer.name] = layer.step(x, cache[layer.name], weights["layers"][layer.name],
+                                            self_bias, src_bias, step, grow_cache)
     if self.pre_norm:
-      x = self.decoder_norm(x)
-    return self.logits(x[:, 0]), new_cache
+      x = self.decoder_norm.normalize(x, weights["decoder_norm"])
+    return self.logits(x, weights["embeddings"]), new_cache
+
+  def _step_embed(self, ids, step, weights):
+    """`_embed` of one position without dropout: int32 [rows] -> [rows, d_model]."""
+    x = tf.gather(weights["embeddings"], ids) * tf.cast(self.d_model ** 0.5, self.compute_dtype)
+    if self.position is not None:
+      x += tf.gather(weights["positions"], self.position.step_row(step))
+    return x
 
   def get_config(self):
     return {**super().get_config(), **self.config.to_dict()}
