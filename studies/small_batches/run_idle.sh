@@ -1,13 +1,15 @@
 #!/bin/bash
 # The small-batch record of docs/BENCHMARKS.md section 0, before and after a change, on an
 # idle machine (nothing else running: the CPU-second ratios of a shared machine are noise):
-#   bash studies/small_batches/run_idle.sh [BASE_REVISION] [ROUNDS]
+#   bash studies/small_batches/run_idle.sh [BASE_REVISION] [ROUNDS] [AFTER_ONLY_MODES]
 # Runs from the repository root. BASE_REVISION (default main) is extracted with `git archive`
 # under runs/idle_src/REV (no worktree). Each round runs decode_throughput.py's small-batch
 # command once with BASE_REVISION's code ("before") and once with the working tree's
 # ("after"), alternately; each run appends one line {"variant", "round", "revision", "cpu",
 # "results": decode_throughput's --json_out list} to studies/small_batches/step_cost.jsonl,
-# and a rerun skips the (variant, round) pairs already there. Then prints the table of each
+# and a rerun skips the (variant, round) pairs already there. AFTER_ONLY_MODES (e.g.
+# litert_float32,litert_float16,litert_dynamic_range) are measured in the "after" runs only,
+# beside the others, for modes the base revision does not have. Then prints the table of each
 # variant and the after / before ratios (studies/small_batches/table.py). The model,
 # runs/small300 (`train --hparams=small --train_steps=300` on Multi30k), is trained first if
 # absent (about 10 minutes). About 7-10 minutes per run on 2 cores: 30-40 minutes for the
@@ -15,6 +17,7 @@
 set -euo pipefail
 base=${1:-main}
 rounds=${2:-2}
+after_only=${3:+,$3}
 model_dir=runs/small300
 data=../shared/data
 out=studies/small_batches/step_cost.jsonl
@@ -37,12 +40,13 @@ for round in $(seq 1 "$rounds"); do
       echo "round $round $variant: in $out, skipped"
       continue
     fi
-    if [ $variant = before ]; then tree=$PWD/$src rev=$revision; else tree=$PWD rev=$after_revision; fi
+    if [ $variant = before ]; then tree=$PWD/$src rev=$revision extra=""
+    else tree=$PWD rev=$after_revision extra=$after_only; fi
     json=$(mktemp --suffix=.json)
     PYTHONPATH=$tree python "$tree/benchmarks/decode_throughput.py" --model_dir="$PWD/$model_dir" \
       --lines=256 --uncached_lines=0 --input_file=$data/multi30k/test_2016_flickr.en \
       --batchings=sorted,unsorted,one \
-      --modes=cached,cached_bfloat16,ctranslate2_float32,ctranslate2_int8 --threads=1,2x1 \
+      --modes=cached,cached_bfloat16,ctranslate2_float32,ctranslate2_int8$extra --threads=1,2x1 \
       --rounds=1 --json_out="$json"
     PYTHONPATH=$PWD python - "$json" "$out" "$variant" "$round" "$rev" <<'PY'
 import json, sys

@@ -45,6 +45,25 @@ def table(results):
         f"{med['cached_bfloat16'] / med['ctranslate2_float32']:.2f}x | "
         f"{med['ctranslate2_int8'] / med['ctranslate2_float32']:.2f}x | "
         f"{min(loads):.1f}-{max(loads):.1f} |")
+  return out + litert_table(runs)
+
+
+def litert_table(runs):
+  """Markdown lines of the LiteRT exports' rows when `runs` ({(batching, threads): {mode:
+  [results]}}) holds the litert_* modes: medians of tokens/CPU-s and the ratios to
+  CTranslate2 float32 and int8 per CPU-second."""
+  modes = ("litert_float32", "litert_float16", "litert_dynamic_range")
+  if not any(m in found for found in runs.values() for m in modes):
+    return []
+  out = ["", "| batches | threads | tokens/CPU-s: LiteRT f32 / f16 / int8 | LiteRT f32 / CT2 f32 "
+         "| LiteRT int8 / CT2 int8 | LiteRT f32 / ours f32 |", "|---|---|---|---|---|---|"]
+  for (batching, threads), found in runs.items():
+    med = {m: statistics.median(r["tokens_per_cpu_s"] for r in rs) for m, rs in found.items()}
+    out.append(f"| {BATCHINGS[batching]} | {threads} | "
+               + " / ".join(f"{med[m]:,.0f}" for m in modes) + " | "
+               f"{med['litert_float32'] / med['ctranslate2_float32']:.2f}x | "
+               f"{med['litert_dynamic_range'] / med['ctranslate2_int8']:.2f}x | "
+               f"{med['litert_float32'] / med['cached']:.2f}x |")
   return out
 
 
