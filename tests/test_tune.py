@@ -109,7 +109,8 @@ def test_a_broken_decoding_json_is_one_line(trained_run, tmp_path):
   assert sorted(os.listdir(model_dir)) == before
 
 
-def test_the_tuned_line_names_only_the_settings_a_command_uses(tmp_path, caplog):
+def test_the_tuned_line_names_only_the_settings_a_command_uses(tmp_path, caplog, request):
+  from absl import logging as absl_logging  # pylint: disable=import-outside-toplevel
   from t2t_repro.config.hparams import get_hparams  # pylint: disable=import-outside-toplevel
   from t2t_repro.decoding.loading import tuned_hparams  # pylint: disable=import-outside-toplevel
   from t2t_repro.model_dir import ModelDir  # pylint: disable=import-outside-toplevel
@@ -118,6 +119,9 @@ def test_the_tuned_line_names_only_the_settings_a_command_uses(tmp_path, caplog)
       {"beam_size": 5, "alpha": 1.4, "metric": "sacrebleu", "value": 20.5, "dev": "val"}),
       encoding="utf-8")
   caplog.set_level("INFO")
+  # An earlier command run in this process may have lowered absl's verbosity.
+  request.addfinalizer(lambda v=absl_logging.get_verbosity(): absl_logging.set_verbosity(v))
+  absl_logging.set_verbosity(absl_logging.INFO)
   scored = tuned_hparams(ModelDir(str(tmp_path)), tuned=("alpha",))  # score: no beam
   assert (scored.beam_size, scored.alpha) == (get_hparams("tiny").beam_size, 1.4)
   assert caplog.messages[-1].endswith(

@@ -39,7 +39,8 @@ class CachedDecoder:
   State: {"cache": the model's cache (self-attention keys/values per hypothesis, the
   encoder-decoder keys/values per sentence: projected once and read once per step for all
   the beams of a sentence), "src_bias": float32 [sentences, 1, 1, src_len], "weights": the
-  step's weights (`Transformer.step_weights`), read and cast once per search, not per step}.
+  step's weights (`Transformer.step_weights`), read and cast once per search, not per step;
+  absent when the model's `step_weights_per_search` is False: each step reads them}.
   """
 
   def __init__(self, model, fixed_size=False):
@@ -49,13 +50,15 @@ class CachedDecoder:
   def start(self, inputs, beam_size, max_length):
     memory, src_bias = self.model.encode(inputs, training=False)
     cache = self.model.init_cache(memory, max_length if self.fixed_size else None, beam_size)
-    return {"cache": cache, "src_bias": src_bias,
-            "weights": self.model.step_weights(max_length)}
+    state = {"cache": cache, "src_bias": src_bias}
+    if self.model.step_weights_per_search:
+      state["weights"] = self.model.step_weights(max_length)
+    return state
 
   def step(self, prev_ids, i, state):
     logits, cache = self.model.decode_step(prev_ids, i, state["cache"], state["src_bias"],
                                            grow_cache=not self.fixed_size,
-                                           weights=state["weights"])
+                                           weights=state.get("weights"))
     return tf.nn.log_softmax(logits), dict(state, cache=cache)
 
   def reorder(self, state, rows, sentences=None):

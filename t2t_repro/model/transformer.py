@@ -64,6 +64,10 @@ class Transformer(keras.Model):
     # Made last and only when used: the other layers' seeds and a checkpoint's variables
     # are then those of a model without it.
     self.word_dropout_layer = Dropout(c.word_dropout) if c.word_dropout else None
+    # True: a search reads and casts the step's weights once (`step_weights`, held in the
+    # decoder's state); False: every `decode_step` reads them, so a frozen graph holds them
+    # as constants inside the search loop (the LiteRT export: XNNPACK takes constant weights).
+    self.step_weights_per_search = True
 
   @classmethod
   def from_hparams(cls, hparams, **kwargs):

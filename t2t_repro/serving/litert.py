@@ -215,6 +215,7 @@ def export_litert(model_dir, output_dir, checkpoint_path=None, quantization=None
   from t2t_repro.decoding.loading import load_for_inference  # pylint: disable=import-outside-toplevel
   logging.info("export: loading %s", checkpoint_path or model_dir)
   model, hparams, tokenizer = load_for_inference(model_dir, checkpoint_path)
+  model.step_weights_per_search = False  # frozen: the weights as constants in the loop
   config = decode_config.DecodeConfig.resolve(hparams, beam_size=beam_size, alpha=alpha,
                                                decode_extra_length=decode_extra_length,
                                                decode_batch_tokens=decode_batch_tokens)

@@ -19,9 +19,9 @@ import numpy as np
 
 from t2t_repro import errors
 from t2t_repro.constants import EOS_ID, PAD_ID
+from t2t_repro.model_dir import DECODING_FILE  # model_dir imports no TensorFlow
 
 MODEL_FILE = "model.tflite"
-DECODING_FILE = "decoding.json"  # the name of `model_dir.DECODING_FILE`, without its imports
 
 
 def require_litert():
