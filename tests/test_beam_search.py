@@ -23,8 +23,8 @@ class EosBiasedTransformer(Transformer):
 
   eos_bias = 0.0
 
-  def logits(self, hidden, embeddings=None):
-    return super().logits(hidden, embeddings) + tf.one_hot(EOS, self.vocab_size) * self.eos_bias
+  def logits(self, hidden, kernel=None):
+    return super().logits(hidden, kernel) + tf.one_hot(EOS, self.vocab_size) * self.eos_bias
 
 
 def tiny_model(vocab_size=12, eos_bias=3.0, seed=3):

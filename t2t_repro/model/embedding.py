@@ -37,19 +37,24 @@ class SharedEmbedding(keras.layers.Layer):
   def call(self, ids):
     return tf.gather(self.embeddings, ids) * tf.cast(self.d_model ** 0.5, self.compute_dtype)
 
-  def logits(self, x, embeddings=None):
+  def logits(self, x, kernel=None):
     """Pre-softmax projection with the same matrix.
 
     Args:
       x: float [..., d_model] decoder output.
-      embeddings: None, or the matrix already read in x's dtype [vocab_size, d_model]
-        (a decoding step's, read once per search).
+      kernel: None (E is read and cast here), or E^T already read in x's dtype
+        [d_model, vocab_size]: a decoding step's, transposed once per search. oneDNN's
+        matmul of a few rows reads a stored [d_model, vocab_size] matrix faster than E
+        with transpose_b (`small`, one sentence, beam 4: this matmul 1.05 -> 0.65 ms per
+        step in benchmarks/profile_decode.py's trace; studies/small_batches/step_cost.md).
 
     Returns:
       float [..., vocab_size] = x E^T.
     """
+    if kernel is not None:
+      return tf.matmul(x, kernel)
     # Called outside __call__ (no Keras autocast scope): cast the float32 matrix explicitly.
-    weights = tf.cast(self.embeddings, x.dtype) if embeddings is None else embeddings
+    weights = tf.cast(self.embeddings, x.dtype)
     if x.shape.rank == 2:
       return tf.matmul(x, weights, transpose_b=True)
     shape = tf.shape(x)

@@ -154,10 +154,10 @@ class Transformer(keras.Model):
       x = self.decoder_norm(x)
     return (x, self_weights, memory_weights) if return_attention_scores else x
 
-  def logits(self, hidden, embeddings=None):
+  def logits(self, hidden, kernel=None):
     """Pre-softmax projection with the shared embedding (§3.4): float [..., d_model] -> float32
-    [..., V]; `embeddings`: the matrix already read (`SharedEmbedding.logits`)."""
-    return tf.cast(self.embedding.logits(hidden, embeddings), tf.float32)
+    [..., V]; `kernel`: E^T already read [d_model, V] (`SharedEmbedding.logits`)."""
+    return tf.cast(self.embedding.logits(hidden, kernel), tf.float32)
 
   def decode(self, targets, memory, src_bias, training=False):
     """Teacher-forced decoder: returns logits float32 [batch, tgt_len, vocab_size]."""
@@ -238,12 +238,14 @@ class Transformer(keras.Model):
 
   def step_weights(self, length):
     """The weights of `decode_step`, read once per search (outside its loop) and cast to
-    the compute dtype: the embedding, the position encodings of positions 0 .. length - 1
+    the compute dtype: the embedding and its transpose (the output projection's kernel
+    [d_model, vocab_size]), the position encodings of positions 0 .. length - 1
     (int32 scalar `length` [tokens]), and each decoder layer's (`DecoderLayer.step_weights`:
     Q, K and V as one kernel). Returns a nest of tensors (the model interface's state holds
     it)."""
     dtype = self.compute_dtype
-    weights = {"embeddings": tf.cast(self.embedding.embeddings, dtype),
+    embeddings = tf.cast(self.embedding.embeddings, dtype)
+    weights = {"embeddings": embeddings, "output_kernel": tf.transpose(embeddings),
                "layers": {layer.name: layer.step_weights() for layer in self.decoder_layers}}
     if self.position is not None:
       weights["positions"] = self.position.step_table(length, dtype)
@@ -286,7 +288,7 @@ class Transformer(keras.Model):
                                             self_bias, src_bias, step, grow_cache)
     if self.pre_norm:
       x = self.decoder_norm.normalize(x, weights["decoder_norm"])
-    return self.logits(x, weights["embeddings"]), new_cache
+    return self.logits(x, weights["output_kernel"]), new_cache
 
   def _step_embed(self, ids, step, weights):
     """`_embed` of one position without dropout: int32 [rows] -> [rows, d_model]."""
