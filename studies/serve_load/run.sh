@@ -1,10 +1,12 @@
 #!/bin/bash
 # The load tables of docs/SERVER_LOAD.md:
-#   bash studies/serve_load/run.sh tiny|small savedmodel|ctranslate2
+#   bash studies/serve_load/run.sh tiny|small savedmodel|ctranslate2|defaults
 # tiny = runs/quickstart (the README's main job), small = runs/small300 (`train
 # --hparams=small --train_steps=300` on Multi30k), each exported (a SavedModel, CTranslate2
 # float32 and int8) under runs/bench/ if not there yet. savedmodel: `serve` of the SavedModel
-# with each lever on and off; ctranslate2: `serve` of the two CTranslate2 exports. Writes
+# with each lever on and off; ctranslate2: `serve` of the two CTranslate2 exports; defaults:
+# `serve` at its defaults on the SavedModel, the two CTranslate2 exports and the LiteRT
+# float32 export (`export --format=tflite`), 2 rounds. Writes
 # studies/serve_load/<size>_<group>.json (a rerun skips a group whose file exists) and prints
 # its table.
 set -euo pipefail
@@ -13,23 +15,27 @@ group=${2:-}
 case $size in
   tiny) model_dir=runs/quickstart ;;
   small) model_dir=runs/small300 ;;
-  *) echo "usage: bash studies/serve_load/run.sh tiny|small savedmodel|ctranslate2" >&2; exit 2 ;;
+  *) echo "usage: bash studies/serve_load/run.sh tiny|small savedmodel|ctranslate2|defaults" >&2; exit 2 ;;
 esac
+rounds=3
 case $group in
   savedmodel|ctranslate2) ;;
-  *) echo "usage: bash studies/serve_load/run.sh tiny|small savedmodel|ctranslate2" >&2; exit 2 ;;
+  defaults) rounds=2 ;;
+  *) echo "usage: bash studies/serve_load/run.sh tiny|small savedmodel|ctranslate2|defaults" >&2; exit 2 ;;
 esac
 out=studies/serve_load/${size}_${group}.json
 if [ -e "$out" ]; then
   python benchmarks/serve_load.py --table_of="$out"
   exit 0
 fi
-M=runs/bench/${size}_sm C=runs/bench/${size}_ct2 I=runs/bench/${size}_ct2i8
+M=runs/bench/${size}_sm C=runs/bench/${size}_ct2 I=runs/bench/${size}_ct2i8 L=runs/bench/${size}_litert
 [ -d $M/1 ] || python -m t2t_repro.export --model_dir=$model_dir --export_dir=$M/1
 [ -d $C/1 ] || python -m t2t_repro.export --model_dir=$model_dir --format=ctranslate2 \
   --export_dir=$C/1
 [ -d $I/1 ] || python -m t2t_repro.export --model_dir=$model_dir --format=ctranslate2 \
   --quantization=int8 --export_dir=$I/1
+[ $group != defaults ] || [ -d $L/1 ] || python -m t2t_repro.export --model_dir=$model_dir \
+  --format=tflite --export_dir=$L/1
 case $group in
   savedmodel) servers=(
     "1 thread, no wait=--model_base_path=$M --num_batch_threads=1 --batch_timeout_micros=0"
@@ -40,7 +46,12 @@ case $group in
   ctranslate2) servers=(
     "CT2 float32 (defaults)=--model_base_path=$C"
     "CT2 int8 (defaults)=--model_base_path=$I") ;;
+  defaults) servers=(
+    "SavedModel (defaults)=--model_base_path=$M"
+    "CT2 float32 (defaults)=--model_base_path=$C"
+    "CT2 int8 (defaults)=--model_base_path=$I"
+    "LiteRT float32 (defaults)=--model_base_path=$L") ;;
 esac
-python benchmarks/serve_load.py --model_dir=$model_dir --model_base_path=$M --rounds=3 \
+python benchmarks/serve_load.py --model_dir=$model_dir --model_base_path=$M --rounds=$rounds \
   "${servers[@]/#/--server=}" --output="$out.tmp"
 mv "$out.tmp" "$out"
