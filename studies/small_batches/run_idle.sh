@@ -1,12 +1,13 @@
 #!/bin/bash
 # The small-batch record of docs/BENCHMARKS.md section 0, before and after a change, on an
 # idle machine (nothing else running: the CPU-second ratios of a shared machine are noise):
-#   bash studies/small_batches/run_idle.sh [BASE_REVISION] [ROUNDS] [AFTER_ONLY_MODES]
+#   bash studies/small_batches/run_idle.sh [BASE_REVISION] [ROUNDS] [AFTER_ONLY_MODES] [RESULTS]
 # Runs from the repository root. BASE_REVISION (default main) is extracted with `git archive`
 # under runs/idle_src/REV (no worktree). Each round runs decode_throughput.py's small-batch
 # command once with BASE_REVISION's code ("before") and once with the working tree's
 # ("after"), alternately; each run appends one line {"variant", "round", "revision", "cpu",
-# "results": decode_throughput's --json_out list} to studies/small_batches/step_cost.jsonl,
+# "results": decode_throughput's --json_out list} to RESULTS (default
+# studies/small_batches/step_cost.jsonl),
 # and a rerun skips the (variant, round) pairs already there. AFTER_ONLY_MODES (e.g.
 # litert_float32,litert_float16,litert_dynamic_range) are measured in the "after" runs only,
 # beside the others, for modes the base revision does not have. Then prints the table of each
@@ -20,7 +21,7 @@ rounds=${2:-2}
 after_only=${3:+,$3}
 model_dir=runs/small300
 data=../shared/data
-out=studies/small_batches/step_cost.jsonl
+out=${4:-studies/small_batches/step_cost.jsonl}
 revision=$(git rev-parse --short "$base")
 after_revision=$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo "+changes")
 src=runs/idle_src/$revision
