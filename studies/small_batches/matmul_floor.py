@@ -12,16 +12,17 @@ of other data were streamed through them (the rest of a step does that):
 
   python studies/small_batches/matmul_floor.py
 
-Prints milliseconds per step (median of 5 repeats of 300 iterations, process CPU time).
+Prints milliseconds per step (median of 5 repeats of `--iterations` iterations, process CPU
+time).
 """
 
+import argparse
 import time
 
 import numpy as np
 import tensorflow as tf
 
 D_MODEL, D_FF, VOCAB, ROWS, LAYERS = 256, 1024, 8000, 4, 3
-ITERATIONS = 300
 
 
 def _constant(*shape):
@@ -45,26 +46,29 @@ def _step(x, layers, kernel):
   return tf.matmul(x, kernel)
 
 
-def _loop(body_fn):
+def _loop(body_fn, iterations):
   @tf.function
   def run(x):
     def body(i, x):
       return i + 1, x + body_fn(x)[:, :D_MODEL] * 0.0
-    return tf.while_loop(lambda i, x: i < ITERATIONS, body, (0, x))[1]
+    return tf.while_loop(lambda i, x: i < iterations, body, (0, x))[1]
   return run
 
 
-def _ms_per_iteration(run, x):
+def _ms_per_iteration(run, x, iterations):
   run(x)
   times = []
   for _ in range(5):
     start = time.process_time()
     run(x)
-    times.append((time.process_time() - start) / ITERATIONS * 1e3)
+    times.append((time.process_time() - start) / iterations * 1e3)
   return sorted(times)[2]
 
 
 def main():
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+  parser.add_argument("--iterations", type=int, default=300)
+  iterations = parser.parse_args().iterations
   tf.config.threading.set_intra_op_parallelism_threads(1)
   tf.config.threading.set_inter_op_parallelism_threads(1)
   distinct = [_layer_weights() for _ in range(LAYERS)]
@@ -92,7 +96,8 @@ def main():
   print(f"| matmuls ({ROWS} rows, float32, 1 thread) | ms per iteration |")
   print("|---|---|")
   for name, fn in rows:
-    print(f"| {name} | {_ms_per_iteration(_loop(fn), x):.3f} |", flush=True)
+    print(f"| {name} | {_ms_per_iteration(_loop(fn, iterations), x, iterations):.3f} |",
+          flush=True)
 
 
 if __name__ == "__main__":
