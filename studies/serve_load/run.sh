@@ -1,12 +1,13 @@
 #!/bin/bash
 # The load tables of docs/SERVER_LOAD.md:
-#   bash studies/serve_load/run.sh tiny|small savedmodel|ctranslate2|defaults
+#   bash studies/serve_load/run.sh tiny|small savedmodel|ctranslate2|defaults|inter_op
 # tiny = runs/quickstart (the README's main job), small = runs/small300 (`train
 # --hparams=small --train_steps=300` on Multi30k), each exported (a SavedModel, CTranslate2
 # float32 and int8) under runs/bench/ if not there yet. savedmodel: `serve` of the SavedModel
 # with each lever on and off; ctranslate2: `serve` of the two CTranslate2 exports; defaults:
 # `serve` at its defaults on the SavedModel, the two CTranslate2 exports and the LiteRT
-# float32 export (`export --format=tflite`), 2 rounds. Writes
+# float32 export (`export --format=tflite`), 2 rounds; inter_op: the SavedModel at the
+# defaults and with --tensorflow_inter_op_parallelism=1, 2 rounds. Writes
 # studies/serve_load/<size>_<group>.json (a rerun skips a group whose file exists) and prints
 # its table.
 set -euo pipefail
@@ -15,13 +16,13 @@ group=${2:-}
 case $size in
   tiny) model_dir=runs/quickstart ;;
   small) model_dir=runs/small300 ;;
-  *) echo "usage: bash studies/serve_load/run.sh tiny|small savedmodel|ctranslate2|defaults" >&2; exit 2 ;;
+  *) echo "usage: bash studies/serve_load/run.sh tiny|small savedmodel|ctranslate2|defaults|inter_op" >&2; exit 2 ;;
 esac
 rounds=3
 case $group in
   savedmodel|ctranslate2) ;;
-  defaults) rounds=2 ;;
-  *) echo "usage: bash studies/serve_load/run.sh tiny|small savedmodel|ctranslate2|defaults" >&2; exit 2 ;;
+  defaults|inter_op) rounds=2 ;;
+  *) echo "usage: bash studies/serve_load/run.sh tiny|small savedmodel|ctranslate2|defaults|inter_op" >&2; exit 2 ;;
 esac
 out=studies/serve_load/${size}_${group}.json
 if [ -e "$out" ]; then
@@ -51,6 +52,9 @@ case $group in
     "CT2 float32 (defaults)=--model_base_path=$C"
     "CT2 int8 (defaults)=--model_base_path=$I"
     "LiteRT float32 (defaults)=--model_base_path=$L") ;;
+  inter_op) servers=(
+    "SavedModel (defaults)=--model_base_path=$M"
+    "SavedModel, 1 inter-op thread=--model_base_path=$M --tensorflow_inter_op_parallelism=1") ;;
 esac
 python benchmarks/serve_load.py --model_dir=$model_dir --model_base_path=$M --rounds=$rounds \
   "${servers[@]/#/--server=}" --output="$out.tmp"

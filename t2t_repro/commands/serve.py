@@ -64,7 +64,7 @@ def main(argv):
   listener = _listen(config.rest_api_host, config.rest_api_port, "rest_api_port")
   if config.port:
     _listen(config.rest_api_host, config.port, "port").close()  # free now: grpcio binds it
-  servable.configure_threads(options)
+  servable.configure_threads(options, config.tensorflow_inter_op_parallelism)
 
   def load_model(name, base_path, platform):
     """The `ModelVersions` of a model config's entry, its latest version loaded and warm."""

@@ -103,11 +103,16 @@ def config_models(config, where):
   return [(model.name, model.base_path, model.model_platform) for model in models]
 
 
-def configure_threads(options):
+def configure_threads(options, inter_op_threads=0):
   """Sets TensorFlow's intra-op threads to the cores split between the decoding threads
-  (`decoding.translator.configure_threads`); call before TensorFlow runs anything."""
+  (`decoding.translator.configure_threads`) and its inter-op threads to `inter_op_threads`
+  (`ServerConfig.tensorflow_inter_op_parallelism`; 0: TensorFlow's default); call before
+  TensorFlow runs anything."""
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
   from t2t_repro.decoding import translator  # pylint: disable=import-outside-toplevel
   translator.configure_threads(options.num_batch_threads)
+  if inter_op_threads:
+    tf.config.threading.set_inter_op_parallelism_threads(inter_op_threads)
 
 
 class Signature:
